@@ -1,0 +1,58 @@
+# tocsin: the two README commands are `make demo` and `make test`.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+RELEASE_DIR := build/release
+TEST_DIR := build/test
+FUZZ_DIR := build/fuzz
+FUZZ_SECONDS ?= 30
+CMAKE_COMMON := -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+
+.PHONY: all deps build demo test test-build fuzz-build fuzz format clean
+
+all: build
+
+deps:
+	@tools/deps.sh
+
+# Release build of the binary (what the demo and users run).
+build: deps
+	@cmake -S . -B $(RELEASE_DIR) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Release -DTOCSIN_BUILD_TESTS=OFF >/dev/null
+	@cmake --build $(RELEASE_DIR) -j $(JOBS)
+
+# The main job on this machine: inspect this node.
+demo: build
+	@echo "== tocsin node (this machine) =="
+	@$(RELEASE_DIR)/tocsin node --observe-only
+	@echo
+	@echo "== tocsin node --root testdata/nodes/ib-port-down (a broken fixture node) =="
+	@$(RELEASE_DIR)/tocsin node --root testdata/nodes/ib-port-down --expect-rate 200 --observe-only
+
+# Warnings are errors; AddressSanitizer + UBSan; then the fuzz targets are built (clang) and run on
+# their seed corpora as part of ctest.
+test-build: deps
+	@cmake -S . -B $(TEST_DIR) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON \
+	  -DTOCSIN_SANITIZE=ON -DTOCSIN_BUILD_TESTS=ON >/dev/null
+	@cmake --build $(TEST_DIR) -j $(JOBS)
+
+fuzz-build: deps
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug \
+	  -DTOCSIN_FUZZ=ON -DTOCSIN_BUILD_TESTS=OFF >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS)
+
+test: test-build fuzz-build
+	@cd $(TEST_DIR) && ctest --output-on-failure -j $(JOBS)
+	@cd $(FUZZ_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# Runs every fuzz target for FUZZ_SECONDS each.
+fuzz: fuzz-build
+	@for f in $(FUZZ_DIR)/fuzz/fuzz_*; do \
+	  [ -x "$$f" ] || continue; name=$$(basename $$f); echo "== $$name ($(FUZZ_SECONDS)s)"; \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$name; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_DIR)/corpus/$$name fuzz/corpus/$$name || exit 1; \
+	done
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	@rm -rf build

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/finding.h"
+#include "base/time.h"
+
+namespace tocsin {
+
+// Process exit codes shared by every command.
+enum ExitCode : int {
+  kExitOk = 0,        // no finding at or above --fail-on
+  kExitFindings = 1,  // at least one finding at or above --fail-on
+  kExitUsage = 2,     // bad flag, profile or input file
+  kExitInternal = 3,  // a bug
+};
+
+enum class OutputFormat { kTable, kJson };
+
+// A table for people: one section of the `-o table` output.
+struct Table {
+  std::string title;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;  // printed under the table
+};
+
+// The one result struct every command fills. `inventory` is what `-o json` prints; `tables` is
+// the same inventory laid out for `-o table`.
+struct Report {
+  std::string command;
+  std::string host;
+  TimePoint generated_at;
+  std::vector<Finding> findings;
+  nlohmann::json inventory = nlohmann::json::object();
+  std::vector<Table> tables;
+};
+
+std::optional<Severity> WorstSeverity(const std::vector<Finding>& findings);
+
+// Sorts findings by severity (worst first), then check, then subject.
+void SortFindings(std::vector<Finding>& findings);
+
+// {"tocsin_version","command","host","generated_at","status","findings":[...],"inventory":{...}}
+nlohmann::json ReportToJson(const Report& report);
+std::string RenderReport(const Report& report, OutputFormat format);
+
+// 0 when no finding is at or above fail_on (or observe_only), else 1.
+int ExitCodeFor(const Report& report, Severity fail_on, bool observe_only);
+
+}  // namespace tocsin

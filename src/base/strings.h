@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tocsin {
+
+// Strips ASCII whitespace (space, tab, CR, LF, VT, FF) from both ends.
+std::string_view Trim(std::string_view s);
+
+// Splits on `sep`; with skip_empty, empty pieces are dropped.
+std::vector<std::string_view> Split(std::string_view s, char sep, bool skip_empty = false);
+
+// Splits on runs of ASCII whitespace; never yields empty pieces.
+std::vector<std::string_view> SplitWhitespace(std::string_view s);
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+
+// Whole-string numeric parsers: no sign for unsigned, no trailing garbage, no overflow.
+std::optional<int64_t> ParseInt64(std::string_view s);
+std::optional<uint64_t> ParseUint64(std::string_view s);
+// Accepts an optional 0x/0X prefix.
+std::optional<uint64_t> ParseHex(std::string_view s);
+std::optional<double> ParseDouble(std::string_view s);
+
+// Quotes a value for messages: printable ASCII kept, everything else \xNN, cut at `max` bytes.
+std::string Quote(std::string_view s, size_t max = 80);
+
+}  // namespace tocsin

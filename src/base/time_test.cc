@@ -1,0 +1,24 @@
+#include "base/time.h"
+
+#include <gtest/gtest.h>
+
+namespace tocsin {
+namespace {
+
+TEST(TimeTest, FormatsUtc) {
+  EXPECT_EQ(FormatRfc3339(FromUnixSeconds(0)), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatRfc3339(FromUnixSeconds(1754000000)), "2025-07-31T22:13:20Z");
+}
+
+TEST(TimeTest, ParsesRoundTripAndOffsets) {
+  auto t = ParseRfc3339("2025-07-31T22:13:20Z");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(*t, FromUnixSeconds(1754000000));
+  EXPECT_EQ(*ParseRfc3339("2025-07-31T23:13:20.123+01:00"), FromUnixSeconds(1754000000));
+  EXPECT_FALSE(ParseRfc3339("2025-02-30T00:00:00Z"));
+  EXPECT_FALSE(ParseRfc3339("yesterday"));
+  EXPECT_FALSE(ParseRfc3339("2025-07-31T22:13:20"));
+}
+
+}  // namespace
+}  // namespace tocsin

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that the build, the tests and the demo need.
+# Runs apt-get only when something is missing, so repeated `make test` runs stay fast.
+set -euo pipefail
+PACKAGES=(
+  # toolchain
+  cmake ninja-build g++ make pkg-config ccache git
+  # clang + libFuzzer runtime for the fuzz targets
+  clang libclang-rt-14-dev llvm
+  # libraries
+  libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev
+  # fixture generator
+  python3
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
+  exit 2
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
