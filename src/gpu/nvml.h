@@ -1,0 +1,39 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tocsin::gpu {
+
+inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
+
+struct NvmlDevice {
+  std::string name;
+  std::string uuid;
+  std::string error;  // why this GPU could not be looked up; empty when it was
+};
+
+struct NvmlInfo {
+  // "ok", "absent" (library not loadable), "error" (init failed), "timeout" (NVML did not
+  // answer in time: a wedged driver), "skipped" (not asked, e.g. --root is a fixture).
+  std::string status = "skipped";
+  std::string detail;
+  std::string library;
+  std::string driver_version;
+  std::optional<unsigned> device_count;
+  std::map<std::string, NvmlDevice> devices;  // by sysfs PCI address
+};
+
+// dlopens `library`, initialises NVML and looks up each PCI address. Runs on a worker thread:
+// if NVML does not answer within `timeout`, returns status "timeout" and abandons the thread.
+NvmlInfo QueryNvml(const std::string& library, const std::vector<std::string>& pci_addresses,
+                   std::chrono::milliseconds timeout);
+
+nlohmann::json ToJson(const NvmlInfo& info);
+
+}  // namespace tocsin::gpu

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sys/env.h"
+#include "sys/pci.h"
+#include "sys/read_issue.h"
+
+namespace tocsin::net {
+
+// One entry of /sys/class/net.
+struct Netdev {
+  std::string name;
+  std::string operstate;             // "up", "down", "unknown", ...
+  std::optional<int64_t> speed_mbps;  // nullopt when the driver does not know (-1 or EINVAL)
+  std::optional<int64_t> mtu;
+  std::string address;
+  std::optional<int64_t> type;  // ARPHRD_*: 1 Ethernet, 32 InfiniBand, 772 loopback
+  bool is_virtual = false;      // under /sys/devices/virtual (lo, bridges, veth, ...)
+  std::optional<PciLocation> pci;
+  std::vector<ReadIssue> issues;
+};
+
+struct Scan {
+  std::vector<Netdev> netdevs;
+  std::optional<ReadIssue> error;
+};
+
+Scan ScanNetdevs(Env& env);
+nlohmann::json ToJson(const Scan& scan);
+
+}  // namespace tocsin::net

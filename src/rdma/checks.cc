@@ -1,0 +1,204 @@
+#include "rdma/checks.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace tocsin::rdma {
+namespace {
+
+const ReadIssue* FindIssue(const Port& port, std::string_view field) {
+  for (const auto& i : port.issues) {
+    if (i.field == field) return &i;
+  }
+  return nullptr;
+}
+
+std::string StateText(const std::optional<CodedState>& s) {
+  return s ? fmt::format("{}: {}", s->code, s->name) : "unknown";
+}
+
+// Why a port is not usable, in the words an operator acts on.
+std::string DownReason(const Port& port) {
+  int state = port.state->code;
+  int phys = port.phys_state->code;
+  if (phys == kPhysDisabled) return "the port is administratively disabled";
+  if (phys == 2) return "no physical link (Polling): check the cable, transceiver and switch port";
+  if (phys == kPhysLinkUp && (state == 2 || state == 3)) {
+    if (port.link_layer == "InfiniBand") {
+      return "the link is up but no subnet manager has activated the port (is the SM running?)";
+    }
+    return "the link is up but the port is not active";
+  }
+  if (phys == 6) return "the link is in error recovery";
+  return "the port is not active";
+}
+
+void CheckPortState(const Device& dev, const Port& port, std::vector<Finding>& out) {
+  std::string subject = PortSubject(dev, port);
+  if (!port.state || !port.phys_state) {
+    const ReadIssue* issue = FindIssue(port, port.state ? "phys_state" : "state");
+    if (issue) out.push_back(UnknownFinding("rdma.port.down", subject, issue->path, issue->error));
+    return;
+  }
+  if (port.state->code == kPortActive && port.phys_state->code == kPhysLinkUp) return;
+  Finding f;
+  f.check = "rdma.port.down";
+  f.severity = port.phys_state->code == kPhysDisabled ? Severity::kWarning : Severity::kError;
+  f.subject = subject;
+  f.message = fmt::format("state {}, phys_state {}: {}", StateText(port.state),
+                          StateText(port.phys_state), DownReason(port));
+  f.evidence = {{"state", StateText(port.state)},
+                {"phys_state", StateText(port.phys_state)},
+                {"link_layer", port.link_layer},
+                {"netdevs", dev.netdevs}};
+  out.push_back(std::move(f));
+}
+
+void CheckRateAgainstExpectation(const Device& dev, const Port& port, double min_gbps,
+                                 std::vector<Finding>& out) {
+  if (!port.active()) return;  // a down port is reported by rdma.port.down
+  std::string subject = PortSubject(dev, port);
+  if (!port.rate) {
+    if (const ReadIssue* issue = FindIssue(port, "rate")) {
+      out.push_back(UnknownFinding("rdma.port.rate", subject, issue->path, issue->error));
+    }
+    return;
+  }
+  if (port.rate->gbps + 1e-9 >= min_gbps) return;
+  out.push_back({"rdma.port.rate", Severity::kError, subject,
+                 fmt::format("link runs at {:g} Gb/s ({}X {}), expected at least {:g} Gb/s",
+                             port.rate->gbps, port.rate->width, port.rate->speed, min_gbps),
+                 std::nullopt,
+                 {{"rate_gbps", port.rate->gbps},
+                  {"width", port.rate->width},
+                  {"speed", port.rate->speed},
+                  {"expected_min_gbps", min_gbps}}});
+}
+
+// Without --expect-rate, an ACTIVE port slower than the other ACTIVE ports of the same HCA
+// model and link layer is a degraded link (lost lanes, lower speed grade).
+void CheckRateAgainstPeers(const Scan& scan, std::vector<Finding>& out) {
+  std::map<std::string, double> best;
+  auto key = [](const Device& d, const Port& p) { return d.hca_type + "|" + p.link_layer; };
+  for (const auto& d : scan.devices) {
+    for (const auto& p : d.ports) {
+      if (p.active() && p.rate) best[key(d, p)] = std::max(best[key(d, p)], p.rate->gbps);
+    }
+  }
+  for (const auto& d : scan.devices) {
+    for (const auto& p : d.ports) {
+      if (!p.active() || !p.rate) continue;
+      double peer = best[key(d, p)];
+      if (p.rate->gbps + 1e-9 >= peer) continue;
+      out.push_back({"rdma.port.rate", Severity::kWarning, PortSubject(d, p),
+                     fmt::format("link runs at {:g} Gb/s ({}X {}) while other {} ports run at {:g} "
+                                 "Gb/s: degraded link (lanes or speed grade lost)",
+                                 p.rate->gbps, p.rate->width, p.rate->speed,
+                                 d.hca_type.empty() ? d.name : d.hca_type, peer),
+                     std::nullopt,
+                     {{"rate_gbps", p.rate->gbps},
+                      {"width", p.rate->width},
+                      {"speed", p.rate->speed},
+                      {"peer_rate_gbps", peer}}});
+    }
+  }
+}
+
+void CheckLinkLayer(const Device& dev, const Port& port, const std::string& expected,
+                    std::vector<Finding>& out) {
+  std::string subject = PortSubject(dev, port);
+  if (port.link_layer.empty()) {
+    if (const ReadIssue* issue = FindIssue(port, "link_layer")) {
+      out.push_back(UnknownFinding("rdma.port.link-layer", subject, issue->path, issue->error));
+    }
+    return;
+  }
+  if (port.link_layer == expected) return;
+  out.push_back({"rdma.port.link-layer", Severity::kError, subject,
+                 fmt::format("link layer is {}, expected {}", port.link_layer, expected),
+                 std::nullopt,
+                 {{"link_layer", port.link_layer}, {"expected", expected}}});
+}
+
+void CheckErrors(const Device& dev, const Port& port, std::vector<Finding>& out) {
+  std::string subject = PortSubject(dev, port);
+  std::vector<std::string> parts;
+  nlohmann::json evidence = nlohmann::json::object();
+  nlohmann::json saturated = nlohmann::json::array();
+  for (const char* name : kErrorCounters) {
+    std::string field = std::string("counters/") + name;
+    if (const ReadIssue* issue = FindIssue(port, field)) {
+      out.push_back(UnknownFinding("rdma.port.errors", subject, issue->path, issue->error));
+      continue;
+    }
+    auto it = port.counters.find(name);
+    if (it == port.counters.end() || !it->second.value || *it->second.value == 0) continue;
+    evidence[name] = *it->second.value;
+    if (it->second.saturated) {
+      saturated.push_back(name);
+      parts.push_back(fmt::format("{}>={} (saturated)", name, *it->second.value));
+    } else {
+      parts.push_back(fmt::format("{}={}", name, *it->second.value));
+    }
+  }
+  if (parts.empty()) return;
+  evidence["saturated"] = saturated;
+  std::string list;
+  for (size_t i = 0; i < parts.size(); ++i) list += (i ? ", " : "") + parts[i];
+  out.push_back({"rdma.port.errors", Severity::kWarning, subject,
+                 "error counters are non-zero: " + list, std::nullopt, evidence});
+}
+
+}  // namespace
+
+std::string PortSubject(const Device& dev, const Port& port) {
+  return dev.name + "/" + std::to_string(port.number);
+}
+
+void CheckScan(const Scan& scan, const Expectations& expect, std::vector<Finding>& out) {
+  if (scan.error) {
+    out.push_back(UnknownFinding("rdma.device.missing", "node", scan.error->path, scan.error->error));
+    return;
+  }
+  int active = 0;
+  nlohmann::json port_states = nlohmann::json::object();
+  for (const auto& d : scan.devices) {
+    for (const auto& p : d.ports) {
+      if (p.active()) ++active;
+      port_states[PortSubject(d, p)] = StateText(p.state);
+    }
+  }
+  if (expect.active_ports) {
+    if (active < *expect.active_ports) {
+      std::string why = !scan.present ? " (no /sys/class/infiniband: no RDMA driver is loaded)"
+                                      : "";
+      out.push_back({"rdma.device.missing", Severity::kError, "node",
+                     fmt::format("expected {} ACTIVE RDMA ports, found {}{}",
+                                 *expect.active_ports, active, why),
+                     std::nullopt,
+                     {{"expected_active_ports", *expect.active_ports},
+                      {"active_ports", active},
+                      {"ports", port_states}}});
+    }
+  } else if (scan.devices.empty()) {
+    out.push_back({"rdma.device.missing", Severity::kInfo, "node",
+                   scan.present ? "no RDMA devices in /sys/class/infiniband"
+                                : "no RDMA devices on this node (no /sys/class/infiniband)",
+                   std::nullopt,
+                   {{"class_dir_present", scan.present}}});
+  }
+
+  for (const auto& d : scan.devices) {
+    for (const auto& p : d.ports) {
+      CheckPortState(d, p, out);
+      if (expect.min_rate_gbps) CheckRateAgainstExpectation(d, p, *expect.min_rate_gbps, out);
+      if (expect.link_layer) CheckLinkLayer(d, p, *expect.link_layer, out);
+      CheckErrors(d, p, out);
+    }
+  }
+  if (!expect.min_rate_gbps) CheckRateAgainstPeers(scan, out);
+}
+
+}  // namespace tocsin::rdma

@@ -1,0 +1,120 @@
+#include "storage/checks.h"
+
+#include <fmt/format.h>
+
+namespace tocsin::storage {
+namespace {
+
+// The mount a path would land on: the longest mount point that is a path prefix of it.
+const Mount* CoveringMount(const MountTable& table, const std::string& path) {
+  const Mount* best = nullptr;
+  for (const auto& m : table.mounts) {
+    const std::string& mp = m.mount_point;
+    bool covers = mp == "/" || path == mp ||
+                  (path.size() > mp.size() && path.compare(0, mp.size(), mp) == 0 &&
+                   path[mp.size()] == '/');
+    if (covers && (!best || mp.size() >= best->mount_point.size())) best = &m;
+  }
+  return best;
+}
+
+void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
+                 std::vector<Finding>& out) {
+  for (const auto& e : expect) {
+    if (scan.mounts_error) {
+      out.push_back(UnknownFinding("storage.mount.missing", e.path, scan.mounts_error->path,
+                                   scan.mounts_error->error));
+      continue;
+    }
+    const Mount* m = FindMount(scan.mounts, e.path);
+    if (!m) {
+      const Mount* cover = CoveringMount(scan.mounts, e.path);
+      nlohmann::json evidence = {{"expected_path", e.path}, {"expected_fstype", e.fstype}};
+      std::string lands = "";
+      if (cover) {
+        evidence["covering_mount"] = cover->mount_point;
+        evidence["covering_fstype"] = cover->fstype;
+        lands = fmt::format(": reads and writes go to {} ({})", cover->mount_point, cover->fstype);
+      }
+      out.push_back({"storage.mount.missing", Severity::kError, e.path,
+                     fmt::format("{} is not mounted{}", e.path, lands), std::nullopt, evidence});
+      continue;
+    }
+    if (!e.fstype.empty() && m->fstype != e.fstype) {
+      out.push_back({"storage.mount.type", Severity::kError, e.path,
+                     fmt::format("{} is {} from {}, expected {}", e.path, m->fstype, m->source,
+                                 e.fstype),
+                     std::nullopt,
+                     {{"fstype", m->fstype}, {"source", m->source}, {"expected_fstype", e.fstype}}});
+    }
+  }
+}
+
+void CheckLustre(const Scan& scan, std::vector<Finding>& out) {
+  bool lustre_mounted = false;
+  for (const auto& m : scan.mounts.mounts) lustre_mounted |= m.fstype == "lustre";
+  if (lustre_mounted && scan.lustre_devices.empty()) {
+    out.push_back(UnknownFinding(
+        "lustre.import.state", "lustre", "/proc/fs/lustre/osc",
+        Status::NotFound("a Lustre filesystem is mounted but no OSC/MDC import is readable under "
+                         "/proc/fs/lustre or /sys/kernel/debug/lustre (Lustre 2.17+ needs debugfs "
+                         "mounted and root)")));
+  }
+  for (const auto& d : scan.lustre_devices) {
+    if (!d.import) {
+      for (const auto& i : d.issues) {
+        if (i.field == "import") out.push_back(UnknownFinding("lustre.import.state", d.name, i.path, i.error));
+      }
+      continue;
+    }
+    const std::string& state = d.import->state;
+    if (IsHealthyImportState(state)) continue;
+    Finding f;
+    f.check = "lustre.import.state";
+    f.severity = IsTransientImportState(state) ? Severity::kWarning : Severity::kError;
+    f.subject = d.name;
+    std::string target = d.import->target.empty() ? d.name : d.import->target;
+    f.message = fmt::format("{} import of {} is {}", d.kind, target, state);
+    if (state == "EVICTED") f.message += ": the server evicted this client; I/O to it fails";
+    if (!d.import->current_connection.empty()) {
+      f.message += " (connection " + d.import->current_connection + ")";
+    }
+    if (d.state) {
+      if (auto since = UnhealthySince(*d.state)) f.since = FromUnixSeconds(*since);
+    }
+    f.evidence = {{"state", state},
+                  {"target", d.import->target},
+                  {"current_connection", d.import->current_connection},
+                  {"failover_nids", d.import->failover_nids},
+                  {"path", d.dir + "/import"}};
+    if (d.import->rpcs_timeouts) f.evidence["rpcs_timeouts"] = *d.import->rpcs_timeouts;
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+Result<MountExpectation> ParseMountExpectation(std::string_view spec) {
+  MountExpectation e;
+  size_t colon = spec.rfind(':');
+  std::string_view path = colon == std::string_view::npos ? spec : spec.substr(0, colon);
+  if (colon != std::string_view::npos) e.fstype = std::string(spec.substr(colon + 1));
+  if (path.empty() || path[0] != '/') {
+    return Status::InvalidArgument("--expect-mount wants PATH[:FSTYPE] with an absolute PATH, got \"" +
+                                   std::string(spec) + "\"");
+  }
+  if (colon != std::string_view::npos && e.fstype.empty()) {
+    return Status::InvalidArgument("--expect-mount \"" + std::string(spec) + "\": empty FSTYPE");
+  }
+  e.path = std::string(path);
+  while (e.path.size() > 1 && e.path.back() == '/') e.path.pop_back();
+  return e;
+}
+
+void CheckScan(const Scan& scan, const std::vector<MountExpectation>& expect,
+               std::vector<Finding>& out) {
+  CheckMounts(scan, expect, out);
+  CheckLustre(scan, out);
+}
+
+}  // namespace tocsin::storage

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tocsin::storage {
+
+struct Mount {
+  std::string mount_point;
+  std::string fstype;
+  std::string source;
+  std::string options;  // per-mount options (mountinfo field 6, /proc/mounts field 4)
+  std::string root;     // mountinfo only: the root of the mount within its filesystem
+};
+
+struct MountTable {
+  std::vector<Mount> mounts;        // in file order: a later mount on the same point is on top
+  std::vector<std::string> errors;  // "line N: why", for lines that could not be parsed
+};
+
+// Pure: /proc/self/mountinfo (proc(5)): ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - TYPE
+// SOURCE SUPER_OPTS. Octal escapes (\040) are decoded.
+MountTable ParseMountInfo(std::string_view text);
+
+// Pure: /proc/mounts (fstab(5) layout): SOURCE POINT TYPE OPTS FREQ PASSNO.
+MountTable ParseProcMounts(std::string_view text);
+
+// Decodes the kernel's \ooo escapes in mount fields.
+std::string UnescapeMountField(std::string_view field);
+
+// Shared (network/parallel) filesystems: lustre, nfs, nfs4, beegfs, gpfs, wekafs, ceph/cephfs
+// and FUSE filesystems other than desktop/container helpers such as fuse.lxcfs.
+bool IsSharedFsType(std::string_view fstype);
+
+// The topmost mount whose mount point is exactly `path`; nullptr when none.
+const Mount* FindMount(const MountTable& table, std::string_view path);
+
+}  // namespace tocsin::storage
