@@ -1,0 +1,39 @@
+#include "cli/cli.h"
+
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "base/report.h"
+#include "cli/node_command.h"
+#include "tocsin/version.h"
+
+namespace tocsin::cli {
+
+int Main(int argc, char** argv) {
+  try {
+    CLI::App app{
+        "tocsin: makes the silent failures of multi-node GPU training infrastructure loud "
+        "(RDMA fabric, shared storage, placement).",
+        "tocsin"};
+    app.set_version_flag("--version", std::string("tocsin ") + kVersion);
+    app.require_subcommand(1);
+    std::vector<Command> commands = {AddNodeCommand(app)};
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      int rc = app.exit(e);  // prints help, version or the error
+      return rc == 0 ? kExitOk : kExitUsage;
+    }
+    for (const auto& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "tocsin: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace tocsin::cli

@@ -1,0 +1,33 @@
+#include "cli/report_flags.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace tocsin::cli {
+
+void ReportFlags::AddTo(CLI::App* cmd) {
+  cmd->add_option("-o,--output", output, "Output format: table (for people) or json (scripts)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--fail-on", fail_on,
+                  "Exit 1 when a finding is at or above this severity: info|warning|error|critical")
+      ->check(CLI::IsMember({"info", "warning", "error", "critical"}))
+      ->capture_default_str();
+  cmd->add_flag("--observe-only", observe_only,
+                "Report everything and exit 0 (new hardware whose expectations are not known)");
+}
+
+int ReportFlags::Emit(const Report& report) const {
+  OutputFormat format = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  std::string text = RenderReport(report, format);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return ExitCodeFor(report, ParseSeverity(fail_on).value_or(Severity::kError), observe_only);
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << "tocsin: error: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace tocsin::cli
