@@ -47,8 +47,8 @@ test: test-build fuzz-build
 fuzz: fuzz-build
 	@for f in $(FUZZ_DIR)/fuzz/fuzz_*; do \
 	  [ -x "$$f" ] || continue; name=$$(basename $$f); echo "== $$name ($(FUZZ_SECONDS)s)"; \
-	  mkdir -p $(FUZZ_DIR)/corpus/$$name; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_DIR)/corpus/$$name fuzz/corpus/$$name || exit 1; \
+	  \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_DIR)/fuzz/corpus/$$name fuzz/corpus/$$name || exit 1; \
 	done
 
 format:

@@ -27,6 +27,15 @@ void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
       continue;
     }
     const Mount* m = FindMount(scan.mounts, e.path);
+    if (!m && !scan.mounts.errors.empty()) {
+      // A line we could not parse may be that mount: say so rather than guess.
+      out.push_back(UnknownFinding(
+          "storage.mount.missing", e.path, scan.mounts_path,
+          Status::ParseError(e.path + " not found, and " +
+                             std::to_string(scan.mounts.errors.size()) +
+                             " line(s) could not be parsed: " + scan.mounts.errors.front())));
+      continue;
+    }
     if (!m) {
       const Mount* cover = CoveringMount(scan.mounts, e.path);
       nlohmann::json evidence = {{"expected_path", e.path}, {"expected_fstype", e.fstype}};

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tocsin::testing {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `binary args...` with extra environment entries ("NAME=value"), captures stdout and
+// stderr, and waits for it to exit.
+RunResult RunBinary(const std::string& binary, const std::vector<std::string>& args,
+                    const std::vector<std::string>& extra_env = {});
+
+}  // namespace tocsin::testing
