@@ -8,8 +8,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  for (const auto& table : {tocsin::storage::ParseMountInfo(text),
-                            tocsin::storage::ParseProcMounts(text)}) {
+  for (const auto& table :
+       {tocsin::storage::ParseMountInfo(text), tocsin::storage::ParseProcMounts(text)}) {
     for (const auto& m : table.mounts) {
       tocsin::storage::ParseLustreSource(m.source);
       tocsin::storage::IsSharedFsType(m.fstype);

@@ -1,8 +1,8 @@
 #include "base/report.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "tocsin/version.h"
 
@@ -54,9 +54,9 @@ void RenderTable(const Table& table, std::string& out) {
 }
 
 std::string RenderText(const Report& report) {
-  std::string out = fmt::format("tocsin {}  host={}  at={}  status={}\n\n", report.command,
-                                report.host, FormatRfc3339(report.generated_at),
-                                StatusName(report.findings));
+  std::string out =
+      fmt::format("tocsin {}  host={}  at={}  status={}\n\n", report.command, report.host,
+                  FormatRfc3339(report.generated_at), StatusName(report.findings));
   Table findings{"FINDINGS", {"SEVERITY", "CHECK", "SUBJECT", "MESSAGE", "SINCE"}, {}, {}};
   for (const auto& f : report.findings) {
     findings.rows.push_back({std::string(SeverityName(f.severity)), f.check, f.subject, f.message,

@@ -10,10 +10,14 @@ Report Sample() {
   r.command = "node";
   r.host = "gpu-01";
   r.generated_at = FromUnixSeconds(1754000000);
-  Finding warn{"rdma.port.errors", Severity::kWarning, "mlx5_0/1", "symbol_error=3", std::nullopt,
-               {{"symbol_error", 3}}};
-  Finding err{"rdma.port.down", Severity::kError, "mlx5_1/1", "port is DOWN",
-              FromUnixSeconds(1753990000), {}};
+  Finding warn{"rdma.port.errors", Severity::kWarning, "mlx5_0/1",
+               "symbol_error=3",   std::nullopt,       {{"symbol_error", 3}}};
+  Finding err{"rdma.port.down",
+              Severity::kError,
+              "mlx5_1/1",
+              "port is DOWN",
+              FromUnixSeconds(1753990000),
+              {}};
   r.findings = {warn, err};
   r.inventory = {{"rdma", {{"devices", nlohmann::json::array()}}}};
   r.tables.push_back({"RDMA PORTS", {"DEVICE", "STATE"}, {{"mlx5_0/1", "4: ACTIVE"}}, {}});

@@ -54,7 +54,7 @@ const char* StatusCodeName(StatusCode code);
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok());
   }
@@ -80,10 +80,10 @@ class Result {
 #define TOCSIN_CONCAT_INNER(a, b) a##b
 #define TOCSIN_CONCAT(a, b) TOCSIN_CONCAT_INNER(a, b)
 
-#define TOCSIN_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::tocsin::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                \
+#define TOCSIN_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::tocsin::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define TOCSIN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

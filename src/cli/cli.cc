@@ -1,9 +1,8 @@
 #include "cli/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "base/report.h"
 #include "cli/node_command.h"

@@ -1,9 +1,10 @@
 #include "cli/node_command.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <memory>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "cli/report_flags.h"
 #include "node/node.h"

@@ -13,13 +13,19 @@ void CheckScan(const Scan& scan, std::optional<int> expected, std::vector<Findin
   nlohmann::json addresses = nlohmann::json::array();
   for (const auto& g : scan.gpus) addresses.push_back(g.pci_address);
   if (expected && found != *expected) {
-    out.push_back({"gpu.count", found < *expected ? Severity::kError : Severity::kWarning, "node",
+    out.push_back({"gpu.count",
+                   found < *expected ? Severity::kError : Severity::kWarning,
+                   "node",
                    fmt::format("expected {} GPUs, found {} on the PCI bus", *expected, found),
                    std::nullopt,
                    {{"expected", *expected}, {"found", found}, {"pci_addresses", addresses}}});
   } else if (!expected && found == 0) {
-    out.push_back({"gpu.count", Severity::kInfo, "node", "no NVIDIA GPUs on the PCI bus",
-                   std::nullopt, {{"found", 0}}});
+    out.push_back({"gpu.count",
+                   Severity::kInfo,
+                   "node",
+                   "no NVIDIA GPUs on the PCI bus",
+                   std::nullopt,
+                   {{"found", 0}}});
   }
   if (scan.nvml.status == "ok" && scan.nvml.device_count &&
       static_cast<int>(*scan.nvml.device_count) < found) {
@@ -27,7 +33,9 @@ void CheckScan(const Scan& scan, std::optional<int> expected, std::vector<Findin
     for (const auto& [address, dev] : scan.nvml.devices) {
       if (!dev.error.empty()) unseen.push_back({{"pci_address", address}, {"error", dev.error}});
     }
-    out.push_back({"gpu.count", Severity::kError, "node",
+    out.push_back({"gpu.count",
+                   Severity::kError,
+                   "node",
                    fmt::format("{} GPUs on the PCI bus but NVML sees {}: the driver cannot use "
                                "every GPU",
                                found, *scan.nvml.device_count),
@@ -37,8 +45,11 @@ void CheckScan(const Scan& scan, std::optional<int> expected, std::vector<Findin
                     {"not_found_by_nvml", unseen}}});
   }
   if (scan.nvml.status == "timeout" || scan.nvml.status == "error") {
-    out.push_back({"gpu.nvml", Severity::kWarning, "node",
-                   "NVML " + scan.nvml.status + ": " + scan.nvml.detail, std::nullopt,
+    out.push_back({"gpu.nvml",
+                   Severity::kWarning,
+                   "node",
+                   "NVML " + scan.nvml.status + ": " + scan.nvml.detail,
+                   std::nullopt,
                    {{"library", scan.nvml.library}, {"status", scan.nvml.status}}});
   }
 }

@@ -34,8 +34,9 @@ Scan ScanGpus(Env& env) {
     }
     auto class_code = ParseHex(*cls);
     if (!class_code) {
-      gpu.issues.push_back({"class", dir + "/class",
-                            Status::ParseError(dir + "/class: expected 0x<hex>, got " + Quote(*cls))});
+      gpu.issues.push_back(
+          {"class", dir + "/class",
+           Status::ParseError(dir + "/class: expected 0x<hex>, got " + Quote(*cls))});
       scan.gpus.push_back(std::move(gpu));
       continue;
     }
@@ -74,7 +75,8 @@ nlohmann::json ToJson(const Scan& scan) {
     }
     gpus.push_back(std::move(j));
   }
-  nlohmann::json out = {{"count", scan.gpus.size()}, {"devices", gpus}, {"nvml", ToJson(scan.nvml)}};
+  nlohmann::json out = {
+      {"count", scan.gpus.size()}, {"devices", gpus}, {"nvml", ToJson(scan.nvml)}};
   if (scan.error) out["read_errors"] = ToJson(std::vector<ReadIssue>{*scan.error});
   return out;
 }

@@ -1,10 +1,9 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpu/nvml.h"
 #include "sys/env.h"
@@ -19,7 +18,7 @@ inline constexpr uint64_t kNvidiaVendor = 0x10de;
 // functions of the same vendor have other classes and are not GPUs.
 struct Gpu {
   std::string pci_address;
-  std::string device_id;  // "0x2330"
+  std::string device_id;   // "0x2330"
   std::string class_code;  // "0x030200"
   std::optional<PciLocation> pci;
   std::vector<ReadIssue> issues;

@@ -129,12 +129,12 @@ NvmlInfo QueryNvml(const std::string& library, const std::vector<std::string>& p
 }
 
 nlohmann::json ToJson(const NvmlInfo& info) {
-  nlohmann::json out = {{"status", info.status},
-                        {"detail", info.detail},
-                        {"library", info.library},
-                        {"driver_version", info.driver_version},
-                        {"device_count", info.device_count ? nlohmann::json(*info.device_count)
-                                                           : nullptr}};
+  nlohmann::json out = {
+      {"status", info.status},
+      {"detail", info.detail},
+      {"library", info.library},
+      {"driver_version", info.driver_version},
+      {"device_count", info.device_count ? nlohmann::json(*info.device_count) : nullptr}};
   return out;
 }
 

@@ -1,10 +1,9 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sys/env.h"
 #include "sys/pci.h"
@@ -15,7 +14,7 @@ namespace tocsin::net {
 // One entry of /sys/class/net.
 struct Netdev {
   std::string name;
-  std::string operstate;             // "up", "down", "unknown", ...
+  std::string operstate;              // "up", "down", "unknown", ...
   std::optional<int64_t> speed_mbps;  // nullopt when the driver does not know (-1 or EINVAL)
   std::optional<int64_t> mtu;
   std::string address;

@@ -39,8 +39,11 @@ void CheckAffinity(const std::vector<GpuAffinity>& affinity, const gpu::Scan& gp
   }
   for (const auto& a : affinity) {
     if (a.nic.empty()) {
-      out.push_back({"gpu.nic.affinity", Severity::kWarning, a.gpu,
-                     "no RDMA NIC has a readable PCI location to compare with", std::nullopt,
+      out.push_back({"gpu.nic.affinity",
+                     Severity::kWarning,
+                     a.gpu,
+                     "no RDMA NIC has a readable PCI location to compare with",
+                     std::nullopt,
                      {{"result", "unknown"}}});
       continue;
     }

@@ -20,26 +20,15 @@ Result<T> Scalar(const YAML::Node& node, const std::string& file, const std::str
   }
 }
 
-}  // namespace
-
-Status ValidateLinkLayer(std::string_view value) {
-  if (value == "InfiniBand" || value == "Ethernet") return Status::Ok();
-  return Status::InvalidArgument("link layer must be InfiniBand or Ethernet, got \"" +
-                                 std::string(value) + "\"");
-}
-
-Result<Expectations> ParseProfile(std::string_view yaml_text, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(file + ": not valid YAML: " + e.what());
-  }
+Result<Expectations> ParseProfileNode(const YAML::Node& root, const std::string& file) {
   Expectations out;
   if (root.IsNull()) return out;
   if (!root.IsMap()) return Status::InvalidArgument(file + ": expected a mapping of expect-* keys");
   for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) {
+      return Status::InvalidArgument(file + ": keys must be plain names such as expect-gpus");
+    }
+    std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
     if (key == "expect-rdma-ports") {
       TOCSIN_ASSIGN_OR_RETURN(int n, Scalar<int>(v, file, key, "a whole number"));
@@ -66,7 +55,8 @@ Result<Expectations> ParseProfile(std::string_view yaml_text, const std::string&
         items.push_back(v);
       }
       for (const auto& item : items) {
-        TOCSIN_ASSIGN_OR_RETURN(std::string spec, Scalar<std::string>(item, file, key, "PATH[:FSTYPE]"));
+        TOCSIN_ASSIGN_OR_RETURN(std::string spec,
+                                Scalar<std::string>(item, file, key, "PATH[:FSTYPE]"));
         auto m = storage::ParseMountExpectation(spec);
         if (!m.ok()) return KeyError(file, key, m.status().message());
         out.mounts.push_back(*m);
@@ -79,6 +69,28 @@ Result<Expectations> ParseProfile(std::string_view yaml_text, const std::string&
     }
   }
   return out;
+}
+
+}  // namespace
+
+Status ValidateLinkLayer(std::string_view value) {
+  if (value == "InfiniBand" || value == "Ethernet") return Status::Ok();
+  return Status::InvalidArgument("link layer must be InfiniBand or Ethernet, got \"" +
+                                 std::string(value) + "\"");
+}
+
+Result<Expectations> ParseProfile(std::string_view yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(file + ": not valid YAML: " + e.what());
+  }
+  try {
+    return ParseProfileNode(root, file);
+  } catch (const YAML::Exception& e) {  // any conversion the checks below did not foresee
+    return Status::InvalidArgument(file + ": " + e.what());
+  }
 }
 
 }  // namespace tocsin::node

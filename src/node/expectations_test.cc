@@ -42,6 +42,9 @@ TEST(ProfileTest, ErrorsNameKeyAndFile) {
   EXPECT_FALSE(ParseProfile("expect-rate: -1\n", "p").ok());
   EXPECT_FALSE(ParseProfile("expect-mount: relative\n", "p").ok());
   EXPECT_FALSE(ParseProfile("[1, 2]\n", "p").ok());
+  // Found by fuzz_profile: a complex key used to throw out of yaml-cpp.
+  EXPECT_FALSE(ParseProfile("? /home\n  : x\nexpect-gpus: 8\n", "p").ok());
+  EXPECT_FALSE(ParseProfile("? [a, b]\n: 1\n", "p").ok());
   auto syntax = ParseProfile("expect-gpus: [8\n", "p");
   ASSERT_FALSE(syntax.ok());
   EXPECT_EQ(syntax.status().code(), StatusCode::kInvalidArgument);

@@ -28,20 +28,14 @@ Table RdmaTable(const rdma::Scan& scan) {
         auto it = p.counters.find(name);
         if (it != p.counters.end() && it->second.value) errors += *it->second.value;
       }
-      t.rows.push_back({d.name + "/" + std::to_string(p.number),
-                        p.state ? p.state->name : "?",
-                        p.phys_state ? p.phys_state->name : "?",
-                        p.rate ? fmt::format("{:g}G {}X {}", p.rate->gbps, p.rate->width,
-                                             p.rate->speed)
-                               : "?",
-                        p.link_layer.empty() ? "?" : p.link_layer,
-                        p.lid ? fmt::format("{:#x}", *p.lid) : "-",
-                        d.hca_type.empty() ? "-" : d.hca_type,
-                        d.fw_ver.empty() ? "-" : d.fw_ver,
-                        d.pci ? d.pci->address : "?",
-                        d.pci ? Numa(d.pci->numa_node) : "?",
-                        Join(d.netdevs),
-                        std::to_string(errors)});
+      t.rows.push_back(
+          {d.name + "/" + std::to_string(p.number), p.state ? p.state->name : "?",
+           p.phys_state ? p.phys_state->name : "?",
+           p.rate ? fmt::format("{:g}G {}X {}", p.rate->gbps, p.rate->width, p.rate->speed) : "?",
+           p.link_layer.empty() ? "?" : p.link_layer, p.lid ? fmt::format("{:#x}", *p.lid) : "-",
+           d.hca_type.empty() ? "-" : d.hca_type, d.fw_ver.empty() ? "-" : d.fw_ver,
+           d.pci ? d.pci->address : "?", d.pci ? Numa(d.pci->numa_node) : "?", Join(d.netdevs),
+           std::to_string(errors)});
     }
   }
   if (!scan.present) t.notes.push_back("no /sys/class/infiniband: no RDMA driver is loaded here");
@@ -73,8 +67,8 @@ Table GpuTable(const Inventory& inv) {
         path = std::string(PciPathTypeName(a.path));
       }
     }
-    t.rows.push_back({g.pci_address, g.device_id, model, g.pci ? Numa(g.pci->numa_node) : "?",
-                      nic, path});
+    t.rows.push_back(
+        {g.pci_address, g.device_id, model, g.pci ? Numa(g.pci->numa_node) : "?", nic, path});
   }
   const auto& nvml = inv.gpus.nvml;
   std::string note = "NVML: " + nvml.status;
@@ -89,18 +83,17 @@ Table StorageTable(const storage::Scan& scan) {
   for (const auto& m : scan.mounts.mounts) {
     if (storage::IsSharedFsType(m.fstype)) t.rows.push_back({m.mount_point, m.fstype, m.source});
   }
-  t.notes.push_back(fmt::format("{} mounts read from {}", scan.mounts.mounts.size(),
-                                scan.mounts_path));
+  t.notes.push_back(
+      fmt::format("{} mounts read from {}", scan.mounts.mounts.size(), scan.mounts_path));
   return t;
 }
 
 Table LustreTable(const storage::Scan& scan) {
   Table t{"LUSTRE IMPORTS", {"DEVICE", "TARGET", "STATE", "CONNECTION"}, {}, {}};
   for (const auto& d : scan.lustre_devices) {
-    t.rows.push_back({d.name, d.import ? d.import->target : "?", d.import ? d.import->state : "?",
-                      d.import && !d.import->current_connection.empty()
-                          ? d.import->current_connection
-                          : "-"});
+    t.rows.push_back(
+        {d.name, d.import ? d.import->target : "?", d.import ? d.import->state : "?",
+         d.import && !d.import->current_connection.empty() ? d.import->current_connection : "-"});
   }
   return t;
 }

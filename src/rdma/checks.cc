@@ -1,9 +1,9 @@
 #include "rdma/checks.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/format.h>
 
 namespace tocsin::rdma {
 namespace {
@@ -67,7 +67,9 @@ void CheckRateAgainstExpectation(const Device& dev, const Port& port, double min
     return;
   }
   if (port.rate->gbps + 1e-9 >= min_gbps) return;
-  out.push_back({"rdma.port.rate", Severity::kError, subject,
+  out.push_back({"rdma.port.rate",
+                 Severity::kError,
+                 subject,
                  fmt::format("link runs at {:g} Gb/s ({}X {}), expected at least {:g} Gb/s",
                              port.rate->gbps, port.rate->width, port.rate->speed, min_gbps),
                  std::nullopt,
@@ -92,7 +94,9 @@ void CheckRateAgainstPeers(const Scan& scan, std::vector<Finding>& out) {
       if (!p.active() || !p.rate) continue;
       double peer = best[key(d, p)];
       if (p.rate->gbps + 1e-9 >= peer) continue;
-      out.push_back({"rdma.port.rate", Severity::kWarning, PortSubject(d, p),
+      out.push_back({"rdma.port.rate",
+                     Severity::kWarning,
+                     PortSubject(d, p),
                      fmt::format("link runs at {:g} Gb/s ({}X {}) while other {} ports run at {:g} "
                                  "Gb/s: degraded link (lanes or speed grade lost)",
                                  p.rate->gbps, p.rate->width, p.rate->speed,
@@ -116,7 +120,9 @@ void CheckLinkLayer(const Device& dev, const Port& port, const std::string& expe
     return;
   }
   if (port.link_layer == expected) return;
-  out.push_back({"rdma.port.link-layer", Severity::kError, subject,
+  out.push_back({"rdma.port.link-layer",
+                 Severity::kError,
+                 subject,
                  fmt::format("link layer is {}, expected {}", port.link_layer, expected),
                  std::nullopt,
                  {{"link_layer", port.link_layer}, {"expected", expected}}});
@@ -159,7 +165,8 @@ std::string PortSubject(const Device& dev, const Port& port) {
 
 void CheckScan(const Scan& scan, const Expectations& expect, std::vector<Finding>& out) {
   if (scan.error) {
-    out.push_back(UnknownFinding("rdma.device.missing", "node", scan.error->path, scan.error->error));
+    out.push_back(
+        UnknownFinding("rdma.device.missing", "node", scan.error->path, scan.error->error));
     return;
   }
   int active = 0;
@@ -172,18 +179,22 @@ void CheckScan(const Scan& scan, const Expectations& expect, std::vector<Finding
   }
   if (expect.active_ports) {
     if (active < *expect.active_ports) {
-      std::string why = !scan.present ? " (no /sys/class/infiniband: no RDMA driver is loaded)"
-                                      : "";
-      out.push_back({"rdma.device.missing", Severity::kError, "node",
-                     fmt::format("expected {} ACTIVE RDMA ports, found {}{}",
-                                 *expect.active_ports, active, why),
+      std::string why =
+          !scan.present ? " (no /sys/class/infiniband: no RDMA driver is loaded)" : "";
+      out.push_back({"rdma.device.missing",
+                     Severity::kError,
+                     "node",
+                     fmt::format("expected {} ACTIVE RDMA ports, found {}{}", *expect.active_ports,
+                                 active, why),
                      std::nullopt,
                      {{"expected_active_ports", *expect.active_ports},
                       {"active_ports", active},
                       {"ports", port_states}}});
     }
   } else if (scan.devices.empty()) {
-    out.push_back({"rdma.device.missing", Severity::kInfo, "node",
+    out.push_back({"rdma.device.missing",
+                   Severity::kInfo,
+                   "node",
                    scan.present ? "no RDMA devices in /sys/class/infiniband"
                                 : "no RDMA devices on this node (no /sys/class/infiniband)",
                    std::nullopt,

@@ -10,9 +10,9 @@
 namespace tocsin::rdma {
 
 struct Expectations {
-  std::optional<int> active_ports;         // --expect-rdma-ports
-  std::optional<double> min_rate_gbps;     // --expect-rate
-  std::optional<std::string> link_layer;   // --expect-link-layer
+  std::optional<int> active_ports;        // --expect-rdma-ports
+  std::optional<double> min_rate_gbps;    // --expect-rate
+  std::optional<std::string> link_layer;  // --expect-link-layer
 };
 
 // rdma.device.missing, rdma.port.down, rdma.port.rate, rdma.port.link-layer, rdma.port.errors.

@@ -1,8 +1,8 @@
 #include "rdma/inventory.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "base/strings.h"
 
@@ -98,7 +98,8 @@ void ReadCounters(Env& env, const std::string& port_dir, Port& port) {
     }
     auto value = ParseCounter(name, *text);
     if (!value.ok()) {
-      port.issues.push_back({std::string("counters/") + name, path, value.status().WithPrefix(path)});
+      port.issues.push_back(
+          {std::string("counters/") + name, path, value.status().WithPrefix(path)});
       continue;
     }
     port.counters[name] = *value;
@@ -126,7 +127,8 @@ Port ReadPort(Env& env, const std::string& dev_dir, const std::string& name, int
       port.lid = *v;
     } else {
       port.issues.push_back(
-          {"lid", dir + "/lid", Status::ParseError(dir + "/lid: expected 0x<hex>, got " + Quote(*lid))});
+          {"lid", dir + "/lid",
+           Status::ParseError(dir + "/lid: expected 0x<hex>, got " + Quote(*lid))});
     }
   }
   ReadGids(env, dir, port);
@@ -235,7 +237,8 @@ nlohmann::json ToJson(const Scan& scan) {
           {"rate_gbps", p.rate ? nlohmann::json(p.rate->gbps) : nullptr},
           {"width", p.rate && p.rate->width ? nlohmann::json(p.rate->width) : nullptr},
           {"speed", p.rate && !p.rate->speed.empty() ? nlohmann::json(p.rate->speed) : nullptr},
-          {"link_layer", p.link_layer.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.link_layer)},
+          {"link_layer",
+           p.link_layer.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.link_layer)},
           {"lid", p.lid ? nlohmann::json(fmt::format("{:#x}", *p.lid)) : nullptr},
           {"gids", gids},
           {"counters", counters},

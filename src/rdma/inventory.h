@@ -1,11 +1,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "rdma/sysfs_parse.h"
 #include "sys/env.h"
@@ -18,9 +17,12 @@ inline constexpr const char* kClassDir = "/sys/class/infiniband";
 
 // The error counters that rdma.port.errors watches.
 inline constexpr const char* kErrorCounters[] = {
-    "symbol_error",       "link_downed",
-    "port_rcv_errors",    "port_xmit_discards",
-    "local_link_integrity_errors", "excessive_buffer_overrun_errors",
+    "symbol_error",
+    "link_downed",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
 };
 
 struct Gid {

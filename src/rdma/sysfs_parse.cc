@@ -46,7 +46,9 @@ Result<CodedState> ParseCodedState(std::string_view text) {
 
 Result<LinkRate> ParseRate(std::string_view text) {
   std::string_view t = Trim(text);
-  auto bad = [&] { return Status::ParseError("expected \"<n> Gb/sec (<w>X <speed>)\", got " + Quote(t)); };
+  auto bad = [&] {
+    return Status::ParseError("expected \"<n> Gb/sec (<w>X <speed>)\", got " + Quote(t));
+  };
   size_t unit = t.find(" Gb/sec");
   if (unit == std::string_view::npos) return bad();
   auto gbps = ParseDouble(t.substr(0, unit));

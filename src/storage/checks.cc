@@ -10,9 +10,9 @@ const Mount* CoveringMount(const MountTable& table, const std::string& path) {
   const Mount* best = nullptr;
   for (const auto& m : table.mounts) {
     const std::string& mp = m.mount_point;
-    bool covers = mp == "/" || path == mp ||
-                  (path.size() > mp.size() && path.compare(0, mp.size(), mp) == 0 &&
-                   path[mp.size()] == '/');
+    bool covers =
+        mp == "/" || path == mp ||
+        (path.size() > mp.size() && path.compare(0, mp.size(), mp) == 0 && path[mp.size()] == '/');
     if (covers && (!best || mp.size() >= best->mount_point.size())) best = &m;
   }
   return best;
@@ -50,11 +50,13 @@ void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
       continue;
     }
     if (!e.fstype.empty() && m->fstype != e.fstype) {
-      out.push_back({"storage.mount.type", Severity::kError, e.path,
-                     fmt::format("{} is {} from {}, expected {}", e.path, m->fstype, m->source,
-                                 e.fstype),
-                     std::nullopt,
-                     {{"fstype", m->fstype}, {"source", m->source}, {"expected_fstype", e.fstype}}});
+      out.push_back(
+          {"storage.mount.type",
+           Severity::kError,
+           e.path,
+           fmt::format("{} is {} from {}, expected {}", e.path, m->fstype, m->source, e.fstype),
+           std::nullopt,
+           {{"fstype", m->fstype}, {"source", m->source}, {"expected_fstype", e.fstype}}});
     }
   }
 }
@@ -72,7 +74,8 @@ void CheckLustre(const Scan& scan, std::vector<Finding>& out) {
   for (const auto& d : scan.lustre_devices) {
     if (!d.import) {
       for (const auto& i : d.issues) {
-        if (i.field == "import") out.push_back(UnknownFinding("lustre.import.state", d.name, i.path, i.error));
+        if (i.field == "import")
+          out.push_back(UnknownFinding("lustre.import.state", d.name, i.path, i.error));
       }
       continue;
     }
@@ -109,8 +112,9 @@ Result<MountExpectation> ParseMountExpectation(std::string_view spec) {
   std::string_view path = colon == std::string_view::npos ? spec : spec.substr(0, colon);
   if (colon != std::string_view::npos) e.fstype = std::string(spec.substr(colon + 1));
   if (path.empty() || path[0] != '/') {
-    return Status::InvalidArgument("--expect-mount wants PATH[:FSTYPE] with an absolute PATH, got \"" +
-                                   std::string(spec) + "\"");
+    return Status::InvalidArgument(
+        "--expect-mount wants PATH[:FSTYPE] with an absolute PATH, got \"" + std::string(spec) +
+        "\"");
   }
   if (colon != std::string_view::npos && e.fstype.empty()) {
     return Status::InvalidArgument("--expect-mount \"" + std::string(spec) + "\": empty FSTYPE");

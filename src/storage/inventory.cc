@@ -36,7 +36,8 @@ void ScanLustreDevices(Env& env, Scan& scan) {
           if (imp.ok()) {
             dev.import = *imp;
           } else {
-            dev.issues.push_back({"import", dev_dir + "/import", imp.status().WithPrefix(dev_dir + "/import")});
+            dev.issues.push_back(
+                {"import", dev_dir + "/import", imp.status().WithPrefix(dev_dir + "/import")});
           }
         } else {
           dev.issues.push_back({"import", dev_dir + "/import", text.status()});
@@ -93,7 +94,8 @@ Scan ScanStorage(Env& env) {
     }
   }
   for (const auto& e : scan.mounts.errors) {
-    scan.issues.push_back({"mounts", scan.mounts_path, Status::ParseError(scan.mounts_path + ": " + e)});
+    scan.issues.push_back(
+        {"mounts", scan.mounts_path, Status::ParseError(scan.mounts_path + ": " + e)});
   }
   ScanLustreDevices(env, scan);
   ScanLlite(env, scan);
@@ -111,9 +113,8 @@ nlohmann::json ToJson(const Scan& scan) {
     if (m.fstype == "lustre") {
       auto src = ParseLustreSource(m.source);
       if (src.ok()) {
-        j["lustre"] = {{"fsname", src->fsname},
-                       {"subdir", src->subdir},
-                       {"mgs_nodes", src->mgs_nodes}};
+        j["lustre"] = {
+            {"fsname", src->fsname}, {"subdir", src->subdir}, {"mgs_nodes", src->mgs_nodes}};
       } else {
         j["lustre"] = {{"error", src.status().ToString()}};
       }
@@ -151,9 +152,9 @@ nlohmann::json ToJson(const Scan& scan) {
       if (c.max) cj["max"] = *c.max;
       counters[c.name] = cj;
     }
-    llite[name] = {{"snapshot_time", stats.snapshot_time ? nlohmann::json(*stats.snapshot_time)
-                                                         : nullptr},
-                   {"counters", counters}};
+    llite[name] = {
+        {"snapshot_time", stats.snapshot_time ? nlohmann::json(*stats.snapshot_time) : nullptr},
+        {"counters", counters}};
   }
   std::vector<ReadIssue> issues = scan.issues;
   if (scan.mounts_error) issues.push_back(*scan.mounts_error);

@@ -63,7 +63,9 @@ TEST(LustreTest, TruncatedImportIsAnError) {
   ASSERT_FALSE(cut.ok());
   EXPECT_NE(cut.status().message().find("state"), std::string::npos);
   EXPECT_FALSE(ParseLustreImport("").ok());
-  EXPECT_FALSE(ParseLustreImport("\x7f" "ELF\x02\x01").ok());
+  EXPECT_FALSE(ParseLustreImport("\x7f"
+                                 "ELF\x02\x01")
+                   .ok());
 }
 
 TEST(LustreTest, StateHistoryGivesOnset) {

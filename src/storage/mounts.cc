@@ -27,57 +27,58 @@ std::string UnescapeMountField(std::string_view f) {
   return out;
 }
 
-MountTable ParseMountInfo(std::string_view text) {
+namespace {
+
+// Runs `parse` on each non-blank line; a line it rejects (an error text) is recorded with its
+// number and the rest still parse.
+template <typename LineParser>
+MountTable ParseLines(std::string_view text, LineParser parse) {
   MountTable table;
   size_t line_no = 0;
   for (auto line : Split(text, '\n')) {
     ++line_no;
     if (Trim(line).empty()) continue;
-    auto f = SplitWhitespace(line);
-    // At least: 6 fixed fields, "-", type, source (super options may be empty on old kernels).
+    Mount m;
+    std::string error = parse(SplitWhitespace(line), m);
+    if (error.empty()) {
+      table.mounts.push_back(std::move(m));
+    } else {
+      table.errors.push_back("line " + std::to_string(line_no) + ": " + error + ", got " +
+                             Quote(line));
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
+MountTable ParseMountInfo(std::string_view text) {
+  return ParseLines(text, [](const std::vector<std::string_view>& f, Mount& m) -> std::string {
+    // 6 fixed fields, optional fields, "-", type, source, super options (may be empty).
     size_t dash = 6;
     while (dash < f.size() && f[dash] != "-") ++dash;
-    if (f.size() < 6 || dash + 2 >= f.size()) {
-      table.errors.push_back("line " + std::to_string(line_no) + ": expected \"... - TYPE SOURCE "
-                             "OPTIONS\", got " + Quote(line));
-      continue;
-    }
+    if (f.size() < 6 || dash + 2 >= f.size()) return "expected \"... - TYPE SOURCE OPTIONS\"";
     if (!ParseInt64(f[0]) || !ParseInt64(f[1]) || f[2].find(':') == std::string_view::npos) {
-      table.errors.push_back("line " + std::to_string(line_no) + ": bad mount id or device, got " +
-                             Quote(line));
-      continue;
+      return "bad mount id or device";
     }
-    Mount m;
     m.root = UnescapeMountField(f[3]);
     m.mount_point = UnescapeMountField(f[4]);
     m.options = std::string(f[5]);
     m.fstype = UnescapeMountField(f[dash + 1]);
     m.source = UnescapeMountField(f[dash + 2]);
-    table.mounts.push_back(std::move(m));
-  }
-  return table;
+    return "";
+  });
 }
 
 MountTable ParseProcMounts(std::string_view text) {
-  MountTable table;
-  size_t line_no = 0;
-  for (auto line : Split(text, '\n')) {
-    ++line_no;
-    if (Trim(line).empty()) continue;
-    auto f = SplitWhitespace(line);
-    if (f.size() < 4) {
-      table.errors.push_back("line " + std::to_string(line_no) +
-                             ": expected \"SOURCE POINT TYPE OPTIONS ...\", got " + Quote(line));
-      continue;
-    }
-    Mount m;
+  return ParseLines(text, [](const std::vector<std::string_view>& f, Mount& m) -> std::string {
+    if (f.size() < 4) return "expected \"SOURCE POINT TYPE OPTIONS ...\"";
     m.source = UnescapeMountField(f[0]);
     m.mount_point = UnescapeMountField(f[1]);
     m.fstype = UnescapeMountField(f[2]);
     m.options = std::string(f[3]);
-    table.mounts.push_back(std::move(m));
-  }
-  return table;
+    return "";
+  });
 }
 
 bool IsSharedFsType(std::string_view t) {

@@ -23,8 +23,9 @@ class EnvTest : public ::testing::Test {
     Write("sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/fw_ver", "20.39.1002\n");
     fs::create_directory_symlink("../../devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0",
                                  root_ / "sys/class/infiniband/mlx5_0");
-    fs::create_directory_symlink("../../../0000:00:01.0",
-                                 root_ / "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/device");
+    fs::create_directory_symlink(
+        "../../../0000:00:01.0",
+        root_ / "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/device");
     // An absolute link must stay inside the root.
     fs::create_symlink("/sys/devices/pci0000:00/0000:00:01.0/numa_node", root_ / "abs_link");
     fs::create_symlink("does-not-exist", root_ / "dangling");

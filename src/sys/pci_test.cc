@@ -40,10 +40,14 @@ TEST(PciTest, ClassifiesLikeNccl) {
   auto nic = Loc("/sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:01.0/0000:14:00.0", 0);
   EXPECT_EQ(ClassifyPciPath(gpu, nic), PciPathType::kPix);
   // Two levels of switches, diverging at the top one.
-  auto deep_a = Loc("/sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:00.0/"
-                    "0000:13:00.0/0000:14:00.0/0000:15:00.0", 0);
-  auto deep_b = Loc("/sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:01.0/"
-                    "0000:16:00.0/0000:17:00.0/0000:18:00.0", 0);
+  auto deep_a =
+      Loc("/sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:00.0/"
+          "0000:13:00.0/0000:14:00.0/0000:15:00.0",
+          0);
+  auto deep_b =
+      Loc("/sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:01.0/"
+          "0000:16:00.0/0000:17:00.0/0000:18:00.0",
+          0);
   EXPECT_EQ(ClassifyPciPath(deep_a, deep_b), PciPathType::kPxb);
   // Flat VM topology: both directly on the host bridge.
   auto vm_gpu = Loc("/sys/devices/pci0000:00/0000:00:04.0", 0);

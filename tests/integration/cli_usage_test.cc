@@ -1,6 +1,5 @@
 // Exit codes and messages for usage errors, and the NVML path through a fake libnvidia-ml.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <fstream>
@@ -78,8 +77,8 @@ TEST(CliUsageTest, BadProfileExitsTwoNamingKeyAndFile) {
 
 TEST(CliUsageTest, FlagsOverrideTheProfile) {
   std::string path = TempFile("expect-gpus: 16\nexpect-rate: 400\n");
-  RunResult r = Tocsin({"node", "--root", kHealthy, "--profile", path, "--expect-gpus", "8",
-                        "-o", "json"});
+  RunResult r =
+      Tocsin({"node", "--root", kHealthy, "--profile", path, "--expect-gpus", "8", "-o", "json"});
   ::unlink(path.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
@@ -93,8 +92,8 @@ TEST(CliUsageTest, TableOutputIsTheDefault) {
 }
 
 json NodeWithNvml(std::vector<std::string> env, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"node", "--root", kHealthy, "-o", "json", "--nvml-library",
-                                   FAKE_NVML};
+  std::vector<std::string> args = {"node", "--root",         kHealthy, "-o",
+                                   "json", "--nvml-library", FAKE_NVML};
   args.insert(args.end(), extra.begin(), extra.end());
   RunResult r = Tocsin(args, env);
   return json::parse(r.out, nullptr, false);

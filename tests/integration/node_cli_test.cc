@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 #include <string>
 #include <vector>
@@ -70,8 +69,8 @@ TEST(NodeCliTest, HealthyIbNodeIsCleanWithAndWithoutExpectations) {
   EXPECT_EQ(plain.report["status"], "ok");
   ExpectNoWarnings(plain.report);
 
-  NodeRun strict = Node("ib-healthy", {"--profile", kProfiles + "h100-ib.yaml", "--fail-on",
-                                       "warning"});
+  NodeRun strict =
+      Node("ib-healthy", {"--profile", kProfiles + "h100-ib.yaml", "--fail-on", "warning"});
   EXPECT_EQ(strict.exit_code, 0) << strict.report["findings"].dump(2);
   ExpectNoWarnings(strict.report);
 }
@@ -135,7 +134,8 @@ TEST(NodeCliTest, HealthyIbInventory) {
   EXPECT_EQ(lustre["lustre"]["fsname"], "testfs");
   EXPECT_EQ(lustre["lustre"]["mgs_nodes"][0], json::array({"10.0.0.1@o2ib", "10.1.0.1@tcp"}));
   ASSERT_EQ(st["lustre_devices"].size(), 3u);
-  EXPECT_EQ(st["lustre_devices"][0]["dir"].get<std::string>().rfind("/sys/kernel/debug/lustre/", 0), 0u);
+  EXPECT_EQ(st["lustre_devices"][0]["dir"].get<std::string>().rfind("/sys/kernel/debug/lustre/", 0),
+            0u);
   EXPECT_EQ(st["llite_stats"]["testfs-ffff8c5a4b6e9000"]["counters"]["read_bytes"]["sum"],
             536870912);
 }
@@ -226,8 +226,8 @@ TEST(NodeCliTest, EvictedLustreOstWithOnset) {
 }
 
 TEST(NodeCliTest, ExpectedMountsMissingOrWrongType) {
-  NodeRun r = Node("lustre-evicted", {"--expect-mount", "/scratch", "--expect-mount",
-                                      "/mnt/lustre:nfs4"});
+  NodeRun r =
+      Node("lustre-evicted", {"--expect-mount", "/scratch", "--expect-mount", "/mnt/lustre:nfs4"});
   auto missing = FindingsOf(r.report, "storage.mount.missing");
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_EQ(missing[0]["subject"], "/scratch");
