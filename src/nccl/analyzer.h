@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/finding.h"
+#include "nccl/messages.h"
+#include "nccl/perf_output.h"
+
+namespace tocsin::nccl {
+
+struct Options {
+  bool expect_rdma = false;  // --expect rdma
+  bool expect_gdr = false;   // --expect-gdr
+  std::optional<double> min_busbw;  // --min-busbw (GB/s)
+};
+
+// What one NCCL process (host, pid) said about itself. Every list is capped, so memory stays
+// bounded however long the log is.
+struct Process {
+  std::string host;
+  int64_t pid = -1;
+  std::string source;  // the input it came from
+  std::string version;
+  std::string network;  // "Using network X"
+  std::vector<std::string> nics;  // "mlx5_0:1/IB" or "eth0:10.0.0.1"
+  bool ib_no_device = false;
+  std::vector<std::string> plugin_failures;
+  std::string ofi_provider;
+  std::vector<InitComplete> ranks;
+  std::map<std::string, uint64_t> net_channels;  // plugin name -> NET channel lines
+  uint64_t gdr_channels = 0;
+  uint64_t intra_channels = 0;  // P2P / SHM
+  std::map<std::string, std::string> env;
+  std::vector<std::string> warnings;
+  uint64_t warning_count = 0;
+  bool follow_reported = false;
+  bool follow_net_reported = false;
+
+  uint64_t NetChannelCount() const;
+  // The network inter-node traffic used: the busiest NET channel plugin, else "Using network".
+  std::string InterNodeNetwork() const;
+  // True when NET channels were seen, or no channel lines at all (then the chosen network is
+  // all we know).
+  bool HasInterNodeTraffic() const;
+  std::string Subject() const;  // "host/rank" (all ranks) or "host/pid N"
+};
+
+struct InputStats {
+  std::string name;
+  uint64_t lines = 0;
+  uint64_t nccl_lines = 0;
+  uint64_t long_lines = 0;  // cut at the line-length cap
+};
+
+// Streams NCCL debug logs and nccl-tests output; several inputs make up one job.
+class Analyzer {
+ public:
+  explicit Analyzer(Options options) : options_(options) {}
+
+  void BeginInput(std::string name);
+  // Feeds one line (without the newline). When `events` is given, appends a line for each rank
+  // whose transport just became known (for --follow).
+  void FeedLine(std::string_view line, std::vector<nlohmann::json>* events = nullptr);
+  void NoteLongLine() { inputs_.back().long_lines++; }
+
+  std::vector<Finding> Findings() const;
+  nlohmann::json Inventory() const;
+  const std::map<std::pair<std::string, int64_t>, Process>& processes() const {
+    return processes_;
+  }
+  const std::vector<PerfRun>& perf_runs() const { return perf_.runs(); }
+
+ private:
+  Process& ProcessFor(std::string_view host, int64_t pid);
+  void HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events);
+  void FindingsForTransport(std::vector<Finding>& out) const;
+  void FindingsForPerf(std::vector<Finding>& out) const;
+
+  Options options_;
+  std::vector<InputStats> inputs_;
+  std::map<std::pair<std::string, int64_t>, Process> processes_;
+  std::string pending_version_;  // a bare "NCCL version" line before the first process line
+  PerfParser perf_;
+  uint64_t info_lines_ = 0;
+};
+
+nlohmann::json FollowEvent(const Process& p, const std::string& what);
+
+}  // namespace tocsin::nccl

@@ -1,0 +1,75 @@
+#include "nccl/log_line.h"
+
+#include <gtest/gtest.h>
+
+namespace tocsin::nccl {
+namespace {
+
+TEST(LogLineTest, PlainInfo) {
+  // Observed, NVIDIA/nccl issue #676 (NCCL 2.11.4).
+  auto l = ParseLogLine("gpu01:124172:124172 [0] NCCL INFO Using network Socket");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->kind, LineKind::kInfo);
+  EXPECT_EQ(l->host, "gpu01");
+  EXPECT_EQ(l->pid, 124172);
+  EXPECT_EQ(l->cuda_dev, 0);
+  EXPECT_EQ(l->message, "Using network Socket");
+}
+
+TEST(LogLineTest, LauncherPrefixesAndTimestamps) {
+  auto mpi = ParseLogLine("[1,7]<stdout>:gpu02:3384:3414 [7] NCCL INFO Using network IB");
+  ASSERT_TRUE(mpi);
+  EXPECT_EQ(mpi->host, "gpu02");
+  EXPECT_EQ(mpi->cuda_dev, 7);
+  auto kubectl = ParseLogLine(
+      "[pod/train-worker-1/pytorch] train-worker-1:77:77 [3] NCCL INFO NET/IB : No device found.");
+  ASSERT_TRUE(kubectl);
+  EXPECT_EQ(kubectl->host, "train-worker-1");
+  EXPECT_EQ(kubectl->message, "NET/IB : No device found.");
+  auto ts = ParseLogLine("[2026-11-29 10:00:01] node-a:101:202 [0] NCCL INFO Init COMPLETE");
+  ASSERT_TRUE(ts);
+  EXPECT_EQ(ts->host, "node-a");
+  EXPECT_EQ(ts->tid, 202);
+  auto spaced = ParseLogLine("a3ultra-vm-0:606:642 [ 6 ] NCCL INFO Using network gIB");
+  ASSERT_TRUE(spaced);
+  EXPECT_EQ(spaced->cuda_dev, 6);
+  auto rank_prefix = ParseLogLine("[0] gpu01:1:2 [0] NCCL INFO Using network IB");
+  ASSERT_TRUE(rank_prefix);
+  EXPECT_EQ(rank_prefix->host, "gpu01");
+}
+
+TEST(LogLineTest, WarnWithFileLineAndFunction) {
+  auto w = ParseLogLine("gpu01:10:10 [1] init.cc:1234 NCCL WARN Error: network IB not found.");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->kind, LineKind::kWarn);
+  EXPECT_EQ(w->host, "gpu01");
+  EXPECT_EQ(w->cuda_dev, 1);
+  EXPECT_EQ(w->message, "Error: network IB not found.");
+  auto f = ParseLogLine("gpu01:10:10 [1] plugin/net.cc:88 (ncclNetInit) NCCL WARN Failed to "
+                        "initialize any NET plugin");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->pid, 10);
+}
+
+TEST(LogLineTest, VersionLineWithoutPrefix) {
+  auto v = ParseLogLine("NCCL version 2.4.8+cuda10.0");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, LineKind::kVersion);
+  EXPECT_TRUE(v->host.empty());
+}
+
+TEST(LogLineTest, OtherLinesAndGarbage) {
+  EXPECT_FALSE(ParseLogLine("Epoch: [0][  0/625]\tTime 12.807"));
+  EXPECT_FALSE(ParseLogLine(""));
+  EXPECT_FALSE(ParseLogLine("NCCL"));
+  auto noheader = ParseLogLine("garbage NCCL INFO Using network IB");
+  ASSERT_TRUE(noheader);  // an NCCL line, but no process to pin it on
+  EXPECT_TRUE(noheader->host.empty());
+  // Binary bytes around the keyword: an NCCL line without a header, never a crash.
+  auto binary = ParseLogLine(std::string_view("\xff\xfe\x00 NCCL INFO \x01\x02", 17));
+  ASSERT_TRUE(binary);
+  EXPECT_TRUE(binary->host.empty());
+}
+
+}  // namespace
+}  // namespace tocsin::nccl

@@ -1,0 +1,218 @@
+#include "nccl/messages.h"
+
+#include <cctype>
+
+#include "base/strings.h"
+
+namespace tocsin::nccl {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Reads a decimal int at s[i], advancing i.
+std::optional<int> ReadInt(std::string_view s, size_t& i) {
+  size_t start = i;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  if (i == start) return std::nullopt;
+  auto v = ParseInt64(s.substr(start, i - start));
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+// "0[0]" / "2[c7000]" / "7": rank with an optional bracketed device.
+std::optional<int> ReadRank(std::string_view s, size_t& i) {
+  auto rank = ReadInt(s, i);
+  if (!rank) return std::nullopt;
+  if (i < s.size() && s[i] == '[') {
+    size_t close = s.find(']', i);
+    if (close == std::string_view::npos) return std::nullopt;
+    i = close + 1;
+  }
+  return rank;
+}
+
+}  // namespace
+
+std::optional<std::string> ParseUsingNetwork(std::string_view msg) {
+  static constexpr std::string_view kPrefix = "Using network ";
+  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  std::string_view name = Trim(msg.substr(kPrefix.size()));
+  if (name.empty()) return std::nullopt;
+  return std::string(name);
+}
+
+std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
+  static constexpr std::string_view kPrefix = "NET/IB : Using";
+  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  std::string_view list = msg.substr(kPrefix.size());
+  size_t oob = list.find(';');
+  if (oob != std::string_view::npos) list = list.substr(0, oob);
+  std::vector<IbDevice> out;
+  // Every "[idx]" or "[idx] " followed by "name:port[:rail][:plane]/LL" is a device; fused
+  // "[0]={...}" entries contain the physical devices, which this also finds.
+  size_t i = 0;
+  while ((i = list.find('[', i)) != std::string_view::npos) {
+    size_t j = i + 1;
+    auto index = ReadInt(list, j);
+    if (!index || j >= list.size() || list[j] != ']') {
+      ++i;
+      continue;
+    }
+    ++j;
+    while (j < list.size() && list[j] == ' ') ++j;
+    size_t end = j;
+    while (end < list.size() && list[end] != ' ' && list[end] != ',' && list[end] != '}' &&
+           list[end] != '[') {
+      ++end;
+    }
+    std::string_view tok = list.substr(j, end - j);  // mlx5_0:1/IB, mlx5_0:1:2:0/RoCE
+    size_t slash = tok.rfind('/');
+    size_t colon = tok.find(':');
+    if (slash != std::string_view::npos && colon != std::string_view::npos && colon < slash) {
+      size_t k = colon + 1;
+      auto port = ReadInt(tok, k);
+      if (port) {
+        out.push_back({*index, std::string(tok.substr(0, colon)), *port,
+                       std::string(tok.substr(slash + 1))});
+      }
+    }
+    i = end;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+bool IsIbNoDevice(std::string_view msg) { return StartsWith(msg, "NET/IB : No device found"); }
+
+std::optional<std::vector<std::string>> ParseSocketDevices(std::string_view msg) {
+  static constexpr std::string_view kPrefix = "NET/Socket : Using";
+  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  std::vector<std::string> out;
+  for (auto tok : SplitWhitespace(msg.substr(kPrefix.size()))) {
+    size_t close = tok.find(']');
+    if (tok.empty() || tok[0] != '[' || close == std::string_view::npos) continue;
+    std::string_view dev = tok.substr(close + 1);
+    size_t lt = dev.find('<');
+    out.emplace_back(dev.substr(0, lt));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::optional<std::string> ParsePluginFailure(std::string_view msg) {
+  static constexpr std::string_view kPrefix = "Failed to initialize NET plugin ";
+  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  return std::string(Trim(msg.substr(kPrefix.size())));
+}
+
+std::optional<std::string> ParseOfiProvider(std::string_view msg) {
+  if (!StartsWith(msg, "NET/OFI Selected")) return std::nullopt;
+  size_t is = msg.find(" is ");
+  if (is == std::string_view::npos) return std::nullopt;
+  std::string_view rest = msg.substr(is + 4);
+  size_t end = rest.find_first_of(", (");
+  return std::string(Trim(rest.substr(0, end)));
+}
+
+std::optional<Channel> ParseChannel(std::string_view msg) {
+  if (!StartsWith(msg, "Channel ") && !StartsWith(msg, "Ring ")) return std::nullopt;
+  size_t colon = msg.find(" : ");
+  size_t via = msg.find(" via ");
+  if (colon == std::string_view::npos || via == std::string_view::npos || via < colon) {
+    return std::nullopt;
+  }
+  Channel ch;
+  std::string_view ranks = msg.substr(colon + 3, via - colon - 3);
+  size_t i = 0;
+  auto from = ReadRank(ranks, i);
+  size_t arrow = ranks.find("->", i);
+  if (!from || arrow == std::string_view::npos) return std::nullopt;
+  i = arrow + 2;
+  while (i < ranks.size() && ranks[i] == ' ') ++i;
+  auto to = ReadRank(ranks, i);
+  if (!to) return std::nullopt;
+  ch.from_rank = *from;
+  ch.to_rank = *to;
+  if (ranks.find("[send]") != std::string_view::npos) ch.direction = "send";
+  if (ranks.find("[receive]") != std::string_view::npos) ch.direction = "receive";
+  std::string_view path = Trim(msg.substr(via + 5));
+  if (StartsWith(path, "NET/")) {
+    ch.transport = "NET";
+    std::string_view rest = path.substr(4);
+    // The plugin name ends at the "/<device index>" that follows it; names may hold spaces.
+    size_t k = 0;
+    while ((k = rest.find('/', k)) != std::string_view::npos) {
+      if (k + 1 < rest.size() && IsDigit(rest[k + 1])) break;
+      ++k;
+    }
+    if (k == std::string_view::npos) return std::nullopt;
+    ch.net = std::string(rest.substr(0, k));
+    ch.gdr = rest.find("/GDRDMA", k) != std::string_view::npos;
+  } else if (StartsWith(path, "P2P/")) {
+    ch.transport = "P2P";
+  } else if (StartsWith(path, "SHM/") || StartsWith(path, "direct shared memory")) {
+    ch.transport = "SHM";
+  } else if (StartsWith(path, "COLLNET/")) {
+    ch.transport = "COLLNET";
+  } else {
+    ch.transport = std::string(path.substr(0, path.find('/')));
+  }
+  return ch;
+}
+
+std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
+  if (msg.find("Init COMPLETE") == std::string_view::npos) return std::nullopt;
+  InitComplete out;
+  auto tokens = SplitWhitespace(msg);
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    std::string_view key = tokens[i];
+    std::string_view value = tokens[i + 1];
+    auto num = [&] { return static_cast<int>(ParseInt64(value).value_or(-1)); };
+    if (key == "rank") out.rank = num();
+    if (key == "nranks") out.nranks = num();
+    if (key == "cudaDev") out.cuda_dev = num();
+    if (key == "comm") out.comm = std::string(value);
+    if (key == "commId") out.comm_id = std::string(value);
+  }
+  if (out.rank < 0 || out.nranks <= 0) return std::nullopt;
+  return out;
+}
+
+std::optional<EnvSetting> ParseEnvSetting(std::string_view msg) {
+  static constexpr std::string_view kByEnv = " set by environment to ";
+  static constexpr std::string_view kSetTo = " set to ";
+  static constexpr std::string_view kReset = "Comm config netName reset to NCCL_NET=";
+  if (StartsWith(msg, kReset)) return EnvSetting{"NCCL_NET", std::string(Trim(msg.substr(kReset.size())))};
+  if (!StartsWith(msg, "NCCL_")) return std::nullopt;
+  size_t at = msg.find(kByEnv);
+  size_t skip = kByEnv.size();
+  if (at == std::string_view::npos) {
+    at = msg.find(kSetTo);
+    skip = kSetTo.size();
+  }
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view name = msg.substr(0, at);
+  if (name.find(' ') != std::string_view::npos) return std::nullopt;
+  std::string_view value = Trim(msg.substr(at + skip));
+  if (!value.empty() && value.back() == '.') value.remove_suffix(1);  // "... to 1."
+  return EnvSetting{std::string(name), std::string(value)};
+}
+
+std::optional<std::string> ParseVersion(std::string_view msg) {
+  static constexpr std::string_view kPrefix = "NCCL version ";
+  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  std::string_view v = msg.substr(kPrefix.size());
+  size_t end = v.find_first_of("+ ");
+  v = Trim(v.substr(0, end));
+  if (v.empty() || !IsDigit(v[0])) return std::nullopt;
+  return std::string(v);
+}
+
+bool IsRdmaNetwork(std::string_view net) {
+  return net == "IB" || StartsWith(net, "IBext") || net == "gIB" || net == "Libfabric" ||
+         net == "AWS Libfabric";
+}
+
+}  // namespace tocsin::nccl

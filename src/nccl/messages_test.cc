@@ -1,0 +1,115 @@
+#include "nccl/messages.h"
+
+#include <gtest/gtest.h>
+
+namespace tocsin::nccl {
+namespace {
+
+TEST(MessagesTest, UsingNetwork) {
+  EXPECT_EQ(ParseUsingNetwork("Using network IB"), "IB");
+  EXPECT_EQ(ParseUsingNetwork("Using network AWS Libfabric"), "AWS Libfabric");
+  EXPECT_FALSE(ParseUsingNetwork("Using 256 threads"));
+  EXPECT_TRUE(IsRdmaNetwork("IBext_v8"));
+  EXPECT_TRUE(IsRdmaNetwork("AWS Libfabric"));
+  EXPECT_FALSE(IsRdmaNetwork("Socket"));
+  EXPECT_FALSE(IsRdmaNetwork("IB (stub)"));
+}
+
+TEST(MessagesTest, IbDevicesAcrossVersions) {
+  // Observed (HF log): RoCE with relaxed ordering.
+  auto roce = ParseIbDevices(
+      "NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [2]mlx5_2:1/RoCE [3]mlx5_3:1/RoCE [RO]; "
+      "OOB eth0:22.8.12.250<0>");
+  ASSERT_TRUE(roce);
+  ASSERT_EQ(roce->size(), 4u);
+  EXPECT_EQ((*roce)[3].name, "mlx5_3");
+  EXPECT_EQ((*roce)[3].link_layer, "RoCE");
+  // 2.20-2.23 fused NICs.
+  auto fused = ParseIbDevices(
+      "NET/IB : Using [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB} [1]={[2] mlx5_2:1/IB, [3] "
+      "mlx5_3:1/IB} ; OOB ib0:10.0.0.1<0>");
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(fused->size(), 4u);
+  EXPECT_EQ((*fused)[2].name, "mlx5_2");
+  // 2.30.7 rail/plane suffix.
+  auto rail = ParseIbDevices("NET/IB : Using [0]mlx5_0:1:3/IB [1]mlx5_1:1::1/IB ; OOB ib0:10.0.0.1<0>");
+  ASSERT_TRUE(rail);
+  EXPECT_EQ((*rail)[0].port, 1);
+  EXPECT_EQ((*rail)[1].link_layer, "IB");
+  EXPECT_TRUE(IsIbNoDevice("NET/IB : No device found."));
+}
+
+TEST(MessagesTest, SocketDevicesAndFailures) {
+  auto s = ParseSocketDevices("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.0.1.1<0>");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s, (std::vector<std::string>{"eth0:10.0.0.1", "eth1:10.0.1.1"}));
+  EXPECT_FALSE(ParseSocketDevices("NET/Socket: Using 2 threads and 8 sockets per thread"));
+  EXPECT_EQ(ParsePluginFailure("Failed to initialize NET plugin IB"), "IB");
+  EXPECT_EQ(ParseOfiProvider("NET/OFI Selected provider is efa, fabric is efa-direct (found 16 "
+                             "nics)"),
+            "efa");
+  EXPECT_EQ(ParseOfiProvider("NET/OFI Selected Provider is efa (found 16 nics)"), "efa");
+}
+
+TEST(MessagesTest, ChannelsAcrossVersions) {
+  auto now = ParseChannel("Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA");
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->transport, "NET");
+  EXPECT_EQ(now->net, "IB");
+  EXPECT_TRUE(now->gdr);
+  EXPECT_EQ(now->from_rank, 0);
+  EXPECT_EQ(now->to_rank, 8);
+  EXPECT_EQ(now->direction, "send");
+  auto old = ParseChannel("Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->direction, "receive");
+  EXPECT_EQ(old->from_rank, 2);
+  auto ext = ParseChannel("Channel 06/0 : 36[4] -> 20[4] [send] via NET/IBext_v8/3");
+  ASSERT_TRUE(ext);
+  EXPECT_EQ(ext->net, "IBext_v8");
+  EXPECT_FALSE(ext->gdr);
+  auto aws = ParseChannel("Ring 00 : 7 -> 8 [send] via NET/AWS Libfabric/0");
+  ASSERT_TRUE(aws);
+  EXPECT_EQ(aws->net, "AWS Libfabric");
+  auto pxn = ParseChannel("Channel 02/1 : 3[3] -> 11[3] [send] via NET/IB/1(2)/GDRDMA(PCI)/Shared");
+  ASSERT_TRUE(pxn);
+  EXPECT_TRUE(pxn->gdr);
+  EXPECT_EQ(ParseChannel("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read")->transport, "P2P");
+  EXPECT_EQ(ParseChannel("Channel 00 : 0[0] -> 1[1] via SHM/direct/direct")->transport, "SHM");
+  EXPECT_EQ(ParseChannel("Channel 00 : 0[18000] -> 1[3b000] via direct shared memory")->transport,
+            "SHM");
+  EXPECT_FALSE(ParseChannel("Channel 00/32 :    0   1   2   3"));  // ring order listing
+}
+
+TEST(MessagesTest, InitComplete) {
+  auto modern = ParseInitComplete(
+      "ncclCommInitRank comm 0x5e303a52bd70 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 57000 "
+      "commId 0xadcb40d61cc1bc4b - Init COMPLETE");
+  ASSERT_TRUE(modern);
+  EXPECT_EQ(modern->rank, 0);
+  EXPECT_EQ(modern->nranks, 2);
+  EXPECT_EQ(modern->comm_id, "0xadcb40d61cc1bc4b");
+  auto old = ParseInitComplete("comm 0x7fe3d4001980 rank 3 nranks 16 cudaDev 3 nvmlDev 3 - Init "
+                               "COMPLETE");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->rank, 3);
+  EXPECT_TRUE(old->comm_id.empty());
+  EXPECT_FALSE(ParseInitComplete("Init COMPLETE"));
+}
+
+TEST(MessagesTest, EnvAndVersion) {
+  auto ib = ParseEnvSetting("NCCL_IB_DISABLE set by environment to 1.");
+  ASSERT_TRUE(ib);
+  EXPECT_EQ(ib->name, "NCCL_IB_DISABLE");
+  EXPECT_EQ(ib->value, "1");
+  EXPECT_EQ(ParseEnvSetting("NCCL_SOCKET_IFNAME set by environment to eth0")->value, "eth0");
+  EXPECT_EQ(ParseEnvSetting("NCCL_IB_HCA set to mlx5")->value, "mlx5");
+  EXPECT_EQ(ParseEnvSetting("Comm config netName reset to NCCL_NET=Socket")->name, "NCCL_NET");
+  EXPECT_FALSE(ParseEnvSetting("NCCL_IB_DISABLE is weird"));
+  EXPECT_EQ(ParseVersion("NCCL version 2.18.3+cuda12.2"), "2.18.3");
+  EXPECT_EQ(ParseVersion("NCCL version 2.4.8+cuda10.0"), "2.4.8");
+  EXPECT_FALSE(ParseVersion("NCCL version unknown"));
+}
+
+}  // namespace
+}  // namespace tocsin::nccl

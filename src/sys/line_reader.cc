@@ -1,0 +1,74 @@
+#include "sys/line_reader.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tocsin {
+
+LineReader::LineReader(int fd, size_t max_line, size_t buffer)
+    : fd_(fd), max_line_(max_line), buf_(std::max(buffer, max_line + 1)) {}
+
+Status LineReader::Fill() {
+  if (begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  while (end_ < buf_.size()) {
+    ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError(std::string("read: ") + std::strerror(errno));
+    }
+    if (n == 0) {
+      eof_ = true;
+      break;
+    }
+    end_ += static_cast<size_t>(n);
+    break;  // hand out what we have: keeps --follow responsive
+  }
+  return Status::Ok();
+}
+
+Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
+  *truncated = false;
+  bool skipping = false;  // dropping the tail of an over-long line already handed out in cut_
+  while (true) {
+    const char* start = buf_.data() + begin_;
+    const char* nl = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_));
+    if (nl != nullptr) {
+      size_t len = static_cast<size_t>(nl - start);
+      begin_ += len + 1;
+      if (skipping) return true;
+      if (len > max_line_) {
+        len = max_line_;
+        *truncated = true;
+      }
+      if (len > 0 && start[len - 1] == '\r') --len;
+      *line = std::string_view(start, len);
+      return true;
+    }
+    if (skipping) begin_ = end_;
+    if (eof_) {
+      if (skipping) return true;
+      if (begin_ == end_) return false;
+      size_t len = std::min(end_ - begin_, max_line_);  // last line without a newline
+      *truncated = end_ - begin_ > max_line_;
+      *line = std::string_view(buf_.data() + begin_, len);
+      begin_ = end_;
+      return true;
+    }
+    if (!skipping && end_ - begin_ > max_line_) {
+      cut_.assign(buf_.data() + begin_, max_line_);
+      *line = cut_;
+      *truncated = true;
+      skipping = true;
+      begin_ = end_;
+    }
+    TOCSIN_RETURN_IF_ERROR(Fill());
+  }
+}
+
+}  // namespace tocsin

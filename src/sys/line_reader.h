@@ -1,0 +1,33 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tocsin {
+
+// Reads lines from a file descriptor in constant memory: one buffer, reused. A line longer
+// than max_line is cut to max_line bytes (truncated = true) and the rest of it skipped. Works
+// on pipes (blocks for more data), so it serves `kubectl logs -f | tocsin nccl --follow -`.
+class LineReader {
+ public:
+  explicit LineReader(int fd, size_t max_line = 64 << 10, size_t buffer = 1 << 20);
+
+  // Sets *line (valid until the next call) and returns true, or false at end of input.
+  Result<bool> Next(std::string_view* line, bool* truncated);
+
+ private:
+  Status Fill();
+
+  int fd_;
+  size_t max_line_;
+  std::vector<char> buf_;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  bool eof_ = false;
+  std::string cut_;  // the head of an over-long line
+};
+
+}  // namespace tocsin
