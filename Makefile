@@ -26,6 +26,9 @@ demo: build
 	@echo
 	@echo "== tocsin node --root testdata/nodes/ib-port-down (a broken fixture node) =="
 	@$(RELEASE_DIR)/tocsin node --root testdata/nodes/ib-port-down --expect-rate 200 --observe-only
+	@echo
+	@echo "== tocsin nccl on a job log where one host fell back to TCP sockets =="
+	@$(RELEASE_DIR)/tocsin nccl src/nccl/testdata/mixed-2.30-kubectl.log --observe-only
 
 # Warnings are errors; AddressSanitizer + UBSan; then the fuzz targets are built (clang) and run on
 # their seed corpora as part of ctest.
@@ -48,7 +51,7 @@ fuzz: fuzz-build
 	@for f in $(FUZZ_DIR)/fuzz/fuzz_*; do \
 	  [ -x "$$f" ] || continue; name=$$(basename $$f); echo "== $$name ($(FUZZ_SECONDS)s)"; \
 	  \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_DIR)/fuzz/corpus/$$name fuzz/corpus/$$name || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 $(FUZZ_DIR)/fuzz/corpus/$$name fuzz/corpus/$$name || exit 1; \
 	done
 
 format:

@@ -79,7 +79,9 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
     std::string_view line;
     bool truncated = false;
     while (true) {
-      auto more = reader.Next(&line, &truncated);
+      auto more = analyzer.WantsEveryLine()
+                      ? reader.Next(&line, &truncated)
+                      : reader.NextContaining("NCCL ", '#', &line, &truncated);
       if (!more.ok()) {
         if (fds[i] != STDIN_FILENO) ::close(fds[i]);
         return UsageError(files[i] + ": " + more.status().message());
@@ -90,6 +92,7 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
       for (const auto& e : events) PrintEvent(e, json);
       events.clear();
     }
+    analyzer.EndInput(reader.bytes_read());
     if (fds[i] != STDIN_FILENO) ::close(fds[i]);
   }
   Report report;

@@ -1,8 +1,8 @@
 #include "nccl/analyzer.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "nccl/log_line.h"
 
@@ -15,7 +15,8 @@ constexpr size_t kMaxProcesses = 100000;
 
 template <typename T>
 void PushCapped(std::vector<T>& v, T item, size_t cap = kMaxListItems) {
-  if (v.size() < cap && std::find(v.begin(), v.end(), item) == v.end()) v.push_back(std::move(item));
+  if (v.size() < cap && std::find(v.begin(), v.end(), item) == v.end())
+    v.push_back(std::move(item));
 }
 
 // NCCL settings that make the job slower or take the fabric away, with why.
@@ -65,6 +66,14 @@ bool Process::HasInterNodeTraffic() const {
   return NetChannelCount() > 0 || (intra_channels == 0 && !network.empty());
 }
 
+std::string Process::TransportLabel() const {
+  if (HasInterNodeTraffic()) {
+    std::string net = InterNodeNetwork();
+    return net.empty() ? "unknown" : net;
+  }
+  return intra_channels > 0 ? "intra-node only" : "unknown";
+}
+
 std::string Process::Subject() const {
   if (ranks.empty()) return fmt::format("{}/pid {}", host, pid);
   return host + "/" + RankList(*this);
@@ -73,10 +82,14 @@ std::string Process::Subject() const {
 nlohmann::json FollowEvent(const Process& p, const std::string& what) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : p.ranks) ranks.push_back({{"rank", r.rank}, {"nranks", r.nranks}});
-  return {{"event", what},          {"host", p.host},
-          {"pid", p.pid},           {"ranks", ranks},
-          {"network", p.network},   {"inter_node", p.InterNodeNetwork()},
-          {"gdr", p.gdr_channels > 0}, {"nics", p.nics}};
+  return {{"event", what},
+          {"host", p.host},
+          {"pid", p.pid},
+          {"ranks", ranks},
+          {"network", p.network},
+          {"inter_node", p.InterNodeNetwork()},
+          {"gdr", p.gdr_channels > 0},
+          {"nics", p.nics}};
 }
 
 void Analyzer::BeginInput(std::string name) {
@@ -85,6 +98,16 @@ void Analyzer::BeginInput(std::string name) {
 }
 
 Process& Analyzer::ProcessFor(std::string_view host, int64_t pid) {
+  CacheSlot& slot = cache_[static_cast<uint64_t>(pid) % kCacheSlots];
+  if (slot.process != nullptr && slot.pid == pid && slot.host == host) return *slot.process;
+  Process& p = LookUp(host, pid);
+  slot.pid = pid;
+  slot.host.assign(host);
+  slot.process = &p;  // std::map nodes never move
+  return p;
+}
+
+Process& Analyzer::LookUp(std::string_view host, int64_t pid) {
   auto key = std::make_pair(std::string(host), pid);
   auto it = processes_.find(key);
   if (it != processes_.end()) return it->second;
@@ -100,7 +123,6 @@ Process& Analyzer::ProcessFor(std::string_view host, int64_t pid) {
 void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events) {
   if (inputs_.empty()) BeginInput("-");
   InputStats& in = inputs_.back();
-  in.lines++;
   auto parsed = ParseLogLine(line);
   if (!parsed) {
     perf_.Feed(line);
@@ -126,7 +148,11 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
   // Most frequent first: a big log is mostly channel lines.
   if (auto ch = ParseChannel(msg)) {
     if (ch->transport == "NET") {
-      p.net_channels[ch->net]++;
+      auto it = p.net_channels.find(ch->net);
+      if (it == p.net_channels.end()) {
+        it = p.net_channels.emplace(std::string(ch->net), 0).first;
+      }
+      it->second++;
       if (ch->gdr) p.gdr_channels++;
       if (events && !p.follow_net_reported) {
         p.follow_net_reported = true;
@@ -138,7 +164,11 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     return;
   }
   if (auto init = ParseInitComplete(msg)) {
-    if (p.ranks.size() < kMaxListItems) p.ranks.push_back(*init);
+    // A process that re-creates its communicator logs the same rank again: keep one.
+    bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const InitComplete& r) {
+      return r.rank == init->rank && r.nranks == init->nranks && r.comm_id == init->comm_id;
+    });
+    if (!known && p.ranks.size() < kMaxListItems) p.ranks.push_back(*init);
     if (events && !p.follow_reported) {
       p.follow_reported = true;
       events->push_back(FollowEvent(p, "init complete"));
@@ -198,35 +228,41 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
       } else if (p.env.count("NCCL_NET")) {
         why = "NCCL_NET=" + p.env.at("NCCL_NET") + " is set";
       } else if (p.ib_no_device) {
-        why = "NCCL found no RDMA device (\"NET/IB : No device found\"): the pod has no RDMA "
-              "resource, /dev/infiniband or IPC_LOCK";
+        why =
+            "NCCL found no RDMA device (\"NET/IB : No device found\"): the pod has no RDMA "
+            "resource, /dev/infiniband or IPC_LOCK";
       } else if (!p.plugin_failures.empty()) {
         why = "the " + p.plugin_failures.front() + " network plugin failed to initialise";
       } else {
         why = "NCCL chose the socket transport";
       }
-      std::string against = options_.expect_rdma
-                                ? "RDMA is expected"
-                                : fmt::format("{} other process(es) of this job use RDMA", rdma_procs);
-      out.push_back({"nccl.transport.socket", Severity::kError, p.Subject(),
-                     fmt::format("inter-node traffic goes over TCP sockets while {}: {}", against,
-                                 why),
-                     std::nullopt,
-                     {{"host", p.host},
-                      {"pid", p.pid},
-                      {"ranks", RankList(p)},
-                      {"network", p.network},
-                      {"net_channels", p.net_channels},
-                      {"nics", p.nics},
-                      {"ib_no_device", p.ib_no_device},
-                      {"plugin_failures", p.plugin_failures},
-                      {"env", p.env},
-                      {"nccl_version", p.version},
-                      {"source", p.source}}});
+      std::string against =
+          options_.expect_rdma
+              ? "RDMA is expected"
+              : fmt::format("{} other process(es) of this job use RDMA", rdma_procs);
+      out.push_back(
+          {"nccl.transport.socket",
+           Severity::kError,
+           p.Subject(),
+           fmt::format("inter-node traffic goes over TCP sockets while {}: {}", against, why),
+           std::nullopt,
+           {{"host", p.host},
+            {"pid", p.pid},
+            {"ranks", RankList(p)},
+            {"network", p.network},
+            {"net_channels", p.net_channels},
+            {"nics", p.nics},
+            {"ib_no_device", p.ib_no_device},
+            {"plugin_failures", p.plugin_failures},
+            {"env", p.env},
+            {"nccl_version", p.version},
+            {"source", p.source}}});
     }
     if (options_.expect_gdr && IsRdmaNetwork(net) && p.NetChannelCount() > 0 &&
         p.gdr_channels == 0) {
-      out.push_back({"nccl.gdr.absent", Severity::kWarning, p.Subject(),
+      out.push_back({"nccl.gdr.absent",
+                     Severity::kWarning,
+                     p.Subject(),
                      fmt::format("{} NET/{} channels without GPUDirect RDMA (no /GDRDMA): data "
                                  "is staged through host memory",
                                  p.NetChannelCount(), net),
@@ -236,12 +272,17 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
     for (const auto& risky : kRisky) {
       auto it = p.env.find(risky.name);
       if (it == p.env.end() || it->second != risky.value) continue;
-      out.push_back({"nccl.env.risky", Severity::kWarning, p.Subject(),
-                     fmt::format("{}={}: {}", risky.name, it->second, risky.why), std::nullopt,
+      out.push_back({"nccl.env.risky",
+                     Severity::kWarning,
+                     p.Subject(),
+                     fmt::format("{}={}: {}", risky.name, it->second, risky.why),
+                     std::nullopt,
                      {{"name", risky.name}, {"value", it->second}, {"host", p.host}}});
     }
     if (p.warning_count > 0) {
-      out.push_back({"nccl.init.failed", Severity::kError, p.Subject(),
+      out.push_back({"nccl.init.failed",
+                     Severity::kError,
+                     p.Subject(),
                      fmt::format("{} NCCL WARN line(s), first: {}", p.warning_count,
                                  p.warnings.empty() ? "" : p.warnings.front()),
                      std::nullopt,
@@ -264,11 +305,13 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
     for (const auto& [net, who] : nets) {
       list += fmt::format("{}{} on {}", list.empty() ? "" : ", ", who.size(), net);
     }
-    out.push_back({"nccl.transport.mixed", Severity::kError,
+    out.push_back({"nccl.transport.mixed",
+                   Severity::kError,
                    id == "job" ? "job" : "comm " + id,
                    "ranks of one communicator use different networks: " + list +
                        "; collectives run at the speed of the slowest",
-                   std::nullopt, {{"networks", nets}}});
+                   std::nullopt,
+                   {{"networks", nets}}});
   }
 }
 
@@ -278,7 +321,9 @@ void Analyzer::FindingsForPerf(std::vector<Finding>& out) const {
     for (const auto& row : run.rows) {
       int64_t wrong = row.out_of_place.wrong.value_or(0) + row.in_place.wrong.value_or(0);
       if (wrong <= 0) continue;
-      out.push_back({"nccl.wrong", Severity::kError, fmt::format("{} size {}", test, row.size),
+      out.push_back({"nccl.wrong",
+                     Severity::kError,
+                     fmt::format("{} size {}", test, row.size),
                      fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
                                  wrong, row.size),
                      std::nullopt,
@@ -288,7 +333,9 @@ void Analyzer::FindingsForPerf(std::vector<Finding>& out) const {
     }
     auto avg = run.avg_busbw ? run.avg_busbw : run.ComputedAvgBusbw();
     if (options_.min_busbw && avg && *avg < *options_.min_busbw) {
-      out.push_back({"nccl.busbw.low", Severity::kError, test,
+      out.push_back({"nccl.busbw.low",
+                     Severity::kError,
+                     test,
                      fmt::format("average bus bandwidth {:g} GB/s is below {:g} GB/s", *avg,
                                  *options_.min_busbw),
                      std::nullopt,
@@ -304,10 +351,13 @@ std::vector<Finding> Analyzer::Findings() const {
   if (info_lines_ == 0) {
     std::vector<std::string> names;
     for (const auto& in : inputs_) names.push_back(in.name);
-    out.push_back({"nccl.log.no-debug", Severity::kWarning, "job",
+    out.push_back({"nccl.log.no-debug",
+                   Severity::kWarning,
+                   "job",
                    "no NCCL INFO lines: cannot tell which transport was used; rerun with "
                    "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
-                   std::nullopt, {{"inputs", names}}});
+                   std::nullopt,
+                   {{"inputs", names}}});
   }
   FindingsForTransport(out);
   FindingsForPerf(out);
@@ -318,7 +368,7 @@ nlohmann::json Analyzer::Inventory() const {
   nlohmann::json inputs = nlohmann::json::array();
   for (const auto& in : inputs_) {
     inputs.push_back({{"name", in.name},
-                      {"lines", in.lines},
+                      {"bytes", in.bytes},
                       {"nccl_lines", in.nccl_lines},
                       {"long_lines_cut", in.long_lines}});
   }
@@ -336,32 +386,34 @@ nlohmann::json Analyzer::Inventory() const {
     }
     nranks += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
     hosts.insert(p.host);
-    std::string inter = p.HasInterNodeTraffic() ? p.InterNodeNetwork() : "intra-node only";
-    transports[inter.empty() ? "unknown" : inter] += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
-    procs.push_back({{"host", p.host},
-                     {"pid", p.pid},
-                     {"source", p.source},
-                     {"ranks", ranks},
-                     {"nccl_version", p.version},
-                     {"network", p.network},
-                     {"inter_node_transport", inter},
-                     {"gdr", p.NetChannelCount() > 0 ? nlohmann::json(p.gdr_channels > 0) : nullptr},
-                     {"nics", p.nics},
-                     {"ib_no_device", p.ib_no_device},
-                     {"plugin_failures", p.plugin_failures},
-                     {"ofi_provider", p.ofi_provider},
-                     {"channels", {{"net", p.net_channels}, {"net_gdr", p.gdr_channels},
-                                   {"intra_node", p.intra_channels}}},
-                     {"env", p.env},
-                     {"warnings", p.warnings}});
+    std::string inter = p.TransportLabel();
+    transports[inter] += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
+    procs.push_back(
+        {{"host", p.host},
+         {"pid", p.pid},
+         {"source", p.source},
+         {"ranks", ranks},
+         {"nccl_version", p.version},
+         {"network", p.network},
+         {"inter_node_transport", inter},
+         {"gdr", p.NetChannelCount() > 0 ? nlohmann::json(p.gdr_channels > 0) : nullptr},
+         {"nics", p.nics},
+         {"ib_no_device", p.ib_no_device},
+         {"plugin_failures", p.plugin_failures},
+         {"ofi_provider", p.ofi_provider},
+         {"channels",
+          {{"net", p.net_channels}, {"net_gdr", p.gdr_channels}, {"intra_node", p.intra_channels}}},
+         {"env", p.env},
+         {"warnings", p.warnings}});
   }
   nlohmann::json perf = nlohmann::json::array();
   for (const auto& run : perf_.runs()) perf.push_back(ToJson(run));
   return {{"inputs", inputs},
-          {"summary", {{"processes", processes_.size()},
-                       {"hosts", hosts.size()},
-                       {"ranks", nranks},
-                       {"transports", transports}}},
+          {"summary",
+           {{"processes", processes_.size()},
+            {"hosts", hosts.size()},
+            {"ranks", nranks},
+            {"transports", transports}}},
           {"processes", procs},
           {"nccl_tests", perf}};
 }

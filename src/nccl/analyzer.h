@@ -2,13 +2,12 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/finding.h"
 #include "nccl/messages.h"
@@ -17,8 +16,8 @@
 namespace tocsin::nccl {
 
 struct Options {
-  bool expect_rdma = false;  // --expect rdma
-  bool expect_gdr = false;   // --expect-gdr
+  bool expect_rdma = false;         // --expect rdma
+  bool expect_gdr = false;          // --expect-gdr
   std::optional<double> min_busbw;  // --min-busbw (GB/s)
 };
 
@@ -29,13 +28,13 @@ struct Process {
   int64_t pid = -1;
   std::string source;  // the input it came from
   std::string version;
-  std::string network;  // "Using network X"
+  std::string network;            // "Using network X"
   std::vector<std::string> nics;  // "mlx5_0:1/IB" or "eth0:10.0.0.1"
   bool ib_no_device = false;
   std::vector<std::string> plugin_failures;
   std::string ofi_provider;
   std::vector<InitComplete> ranks;
-  std::map<std::string, uint64_t> net_channels;  // plugin name -> NET channel lines
+  std::map<std::string, uint64_t, std::less<>> net_channels;  // plugin -> NET channel lines
   uint64_t gdr_channels = 0;
   uint64_t intra_channels = 0;  // P2P / SHM
   std::map<std::string, std::string> env;
@@ -51,11 +50,13 @@ struct Process {
   // all we know).
   bool HasInterNodeTraffic() const;
   std::string Subject() const;  // "host/rank" (all ranks) or "host/pid N"
+  // For reports: the inter-node network, "intra-node only", or "unknown" (never connected).
+  std::string TransportLabel() const;
 };
 
 struct InputStats {
   std::string name;
-  uint64_t lines = 0;
+  uint64_t bytes = 0;
   uint64_t nccl_lines = 0;
   uint64_t long_lines = 0;  // cut at the line-length cap
 };
@@ -70,21 +71,32 @@ class Analyzer {
   // whose transport just became known (for --follow).
   void FeedLine(std::string_view line, std::vector<nlohmann::json>* events = nullptr);
   void NoteLongLine() { inputs_.back().long_lines++; }
+  void EndInput(uint64_t bytes) { inputs_.back().bytes = bytes; }
+  // False while only lines holding "NCCL " or '#' can matter (the caller may skip the others).
+  bool WantsEveryLine() const { return perf_.in_table(); }
 
   std::vector<Finding> Findings() const;
   nlohmann::json Inventory() const;
-  const std::map<std::pair<std::string, int64_t>, Process>& processes() const {
-    return processes_;
-  }
+  const std::map<std::pair<std::string, int64_t>, Process>& processes() const { return processes_; }
   const std::vector<PerfRun>& perf_runs() const { return perf_.runs(); }
 
  private:
   Process& ProcessFor(std::string_view host, int64_t pid);
+  Process& LookUp(std::string_view host, int64_t pid);
   void HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events);
   void FindingsForTransport(std::vector<Finding>& out) const;
   void FindingsForPerf(std::vector<Finding>& out) const;
 
+  // Lines of one process come in runs; a small pid-indexed cache skips the map lookup.
+  struct CacheSlot {
+    int64_t pid = -1;
+    std::string host;
+    Process* process = nullptr;
+  };
+  static constexpr size_t kCacheSlots = 256;
+
   Options options_;
+  std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(kCacheSlots);
   std::vector<InputStats> inputs_;
   std::map<std::pair<std::string, int64_t>, Process> processes_;
   std::string pending_version_;  // a bare "NCCL version" line before the first process line

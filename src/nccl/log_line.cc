@@ -9,6 +9,17 @@ namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+// Whole-string non-negative decimal of at most 18 digits (pids, tids, device numbers).
+std::optional<int64_t> Decimal(std::string_view s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
 // Parses "host:pid:tid" at the end of `token` (anything glued before host, such as mpirun's
 // "[1,7]<stdout>:", is ignored). Hostnames contain no ':'.
 bool ParseHostPidTid(std::string_view token, LogLine& out) {
@@ -16,12 +27,12 @@ bool ParseHostPidTid(std::string_view token, LogLine& out) {
   if (c3 == std::string_view::npos || c3 == 0) return false;
   size_t c2 = token.rfind(':', c3 - 1);
   if (c2 == std::string_view::npos || c2 == 0) return false;
-  auto tid = ParseInt64(token.substr(c3 + 1));
-  auto pid = ParseInt64(token.substr(c2 + 1, c3 - c2 - 1));
+  auto tid = Decimal(token.substr(c3 + 1));
+  auto pid = Decimal(token.substr(c2 + 1, c3 - c2 - 1));
   if (!tid || !pid) return false;
   size_t c1 = token.rfind(':', c2 - 1);
-  std::string_view host = c1 == std::string_view::npos ? token.substr(0, c2)
-                                                       : token.substr(c1 + 1, c2 - c1 - 1);
+  std::string_view host =
+      c1 == std::string_view::npos ? token.substr(0, c2) : token.substr(c1 + 1, c2 - c1 - 1);
   // A launcher prefix glued with a space-free bracket, e.g. "[0]host": keep what follows ']'.
   size_t bracket = host.rfind(']');
   if (bracket != std::string_view::npos) host = host.substr(bracket + 1);
@@ -40,7 +51,7 @@ bool ParseHeader(std::string_view line, size_t end, LogLine& out) {
     if (close == std::string_view::npos || close == 0) return false;
     size_t open = line.rfind('[', close);
     if (open == std::string_view::npos) return false;
-    auto dev = ParseInt64(Trim(line.substr(open + 1, close - open - 1)));
+    auto dev = Decimal(Trim(line.substr(open + 1, close - open - 1)));
     if (dev) {
       size_t tok_end = open;
       while (tok_end > 0 && IsSpace(line[tok_end - 1])) --tok_end;

@@ -14,7 +14,7 @@ struct LogLine {
   std::string_view host;  // empty for a bare "NCCL version ..." line (NCCL_DEBUG=VERSION)
   int64_t pid = -1;
   int64_t tid = -1;
-  int cuda_dev = -1;  // the bracketed number: the CUDA device of the thread, not the rank
+  int cuda_dev = -1;         // the bracketed number: the CUDA device of the thread, not the rank
   std::string_view message;  // the text after "NCCL INFO " / "NCCL WARN "
 };
 

@@ -45,8 +45,9 @@ TEST(LogLineTest, WarnWithFileLineAndFunction) {
   EXPECT_EQ(w->host, "gpu01");
   EXPECT_EQ(w->cuda_dev, 1);
   EXPECT_EQ(w->message, "Error: network IB not found.");
-  auto f = ParseLogLine("gpu01:10:10 [1] plugin/net.cc:88 (ncclNetInit) NCCL WARN Failed to "
-                        "initialize any NET plugin");
+  auto f = ParseLogLine(
+      "gpu01:10:10 [1] plugin/net.cc:88 (ncclNetInit) NCCL WARN Failed to "
+      "initialize any NET plugin");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->pid, 10);
 }

@@ -11,14 +11,13 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// Reads a decimal int at s[i], advancing i.
+// Reads a decimal int (at most 9 digits) at s[i], advancing i.
 std::optional<int> ReadInt(std::string_view s, size_t& i) {
   size_t start = i;
-  while (i < s.size() && IsDigit(s[i])) ++i;
-  if (i == start) return std::nullopt;
-  auto v = ParseInt64(s.substr(start, i - start));
-  if (!v) return std::nullopt;
-  return static_cast<int>(*v);
+  int v = 0;
+  while (i < s.size() && IsDigit(s[i]) && i - start < 9) v = v * 10 + (s[i++] - '0');
+  if (i == start || (i < s.size() && IsDigit(s[i]))) return std::nullopt;
+  return v;
 }
 
 // "0[0]" / "2[c7000]" / "7": rank with an optional bracketed device.
@@ -74,8 +73,8 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
       size_t k = colon + 1;
       auto port = ReadInt(tok, k);
       if (port) {
-        out.push_back({*index, std::string(tok.substr(0, colon)), *port,
-                       std::string(tok.substr(slash + 1))});
+        out.push_back(
+            {*index, std::string(tok.substr(0, colon)), *port, std::string(tok.substr(slash + 1))});
       }
     }
     i = end;
@@ -118,11 +117,10 @@ std::optional<std::string> ParseOfiProvider(std::string_view msg) {
 
 std::optional<Channel> ParseChannel(std::string_view msg) {
   if (!StartsWith(msg, "Channel ") && !StartsWith(msg, "Ring ")) return std::nullopt;
-  size_t colon = msg.find(" : ");
   size_t via = msg.find(" via ");
-  if (colon == std::string_view::npos || via == std::string_view::npos || via < colon) {
-    return std::nullopt;
-  }
+  if (via == std::string_view::npos) return std::nullopt;
+  size_t colon = msg.substr(0, via).find(" : ");
+  if (colon == std::string_view::npos) return std::nullopt;
   Channel ch;
   std::string_view ranks = msg.substr(colon + 3, via - colon - 3);
   size_t i = 0;
@@ -148,7 +146,7 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
       ++k;
     }
     if (k == std::string_view::npos) return std::nullopt;
-    ch.net = std::string(rest.substr(0, k));
+    ch.net = rest.substr(0, k);
     ch.gdr = rest.find("/GDRDMA", k) != std::string_view::npos;
   } else if (StartsWith(path, "P2P/")) {
     ch.transport = "P2P";
@@ -157,13 +155,17 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   } else if (StartsWith(path, "COLLNET/")) {
     ch.transport = "COLLNET";
   } else {
-    ch.transport = std::string(path.substr(0, path.find('/')));
+    ch.transport = path.substr(0, path.find('/'));
   }
   return ch;
 }
 
 std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
-  if (msg.find("Init COMPLETE") == std::string_view::npos) return std::nullopt;
+  static constexpr std::string_view kSuffix = "Init COMPLETE";
+  std::string_view t = Trim(msg);
+  if (t.size() < kSuffix.size() || t.substr(t.size() - kSuffix.size()) != kSuffix) {
+    return std::nullopt;
+  }
   InitComplete out;
   auto tokens = SplitWhitespace(msg);
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
@@ -184,7 +186,8 @@ std::optional<EnvSetting> ParseEnvSetting(std::string_view msg) {
   static constexpr std::string_view kByEnv = " set by environment to ";
   static constexpr std::string_view kSetTo = " set to ";
   static constexpr std::string_view kReset = "Comm config netName reset to NCCL_NET=";
-  if (StartsWith(msg, kReset)) return EnvSetting{"NCCL_NET", std::string(Trim(msg.substr(kReset.size())))};
+  if (StartsWith(msg, kReset))
+    return EnvSetting{"NCCL_NET", std::string(Trim(msg.substr(kReset.size())))};
   if (!StartsWith(msg, "NCCL_")) return std::nullopt;
   size_t at = msg.find(kByEnv);
   size_t skip = kByEnv.size();

@@ -39,13 +39,14 @@ std::optional<std::string> ParseOfiProvider(std::string_view msg);
 // "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA", "Channel 01 : 2[c7000] ->
 // 0[87000] [receive] via NET/IB/5", "Ring 00 : 7 -> 8 [send] via NET/AWS Libfabric/0",
 // "... via P2P/IPC", "... via SHM/direct/direct", "... via direct shared memory".
+// Views point into the message.
 struct Channel {
   int from_rank = -1;
   int to_rank = -1;
-  std::string direction;  // "send", "receive" or "" (P2P/SHM lines)
-  std::string transport;  // "NET", "P2P", "SHM", "COLLNET"
-  std::string net;        // for NET: the plugin name ("IB", "Socket", "AWS Libfabric", ...)
-  bool gdr = false;       // "/GDRDMA"
+  std::string_view direction;  // "send", "receive" or "" (P2P/SHM lines)
+  std::string_view transport;  // "NET", "P2P", "SHM", "COLLNET"
+  std::string_view net;        // for NET: the plugin name ("IB", "Socket", "AWS Libfabric", ...)
+  bool gdr = false;            // "/GDRDMA"
 };
 std::optional<Channel> ParseChannel(std::string_view msg);
 

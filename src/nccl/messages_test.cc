@@ -32,7 +32,8 @@ TEST(MessagesTest, IbDevicesAcrossVersions) {
   EXPECT_EQ(fused->size(), 4u);
   EXPECT_EQ((*fused)[2].name, "mlx5_2");
   // 2.30.7 rail/plane suffix.
-  auto rail = ParseIbDevices("NET/IB : Using [0]mlx5_0:1:3/IB [1]mlx5_1:1::1/IB ; OOB ib0:10.0.0.1<0>");
+  auto rail =
+      ParseIbDevices("NET/IB : Using [0]mlx5_0:1:3/IB [1]mlx5_1:1::1/IB ; OOB ib0:10.0.0.1<0>");
   ASSERT_TRUE(rail);
   EXPECT_EQ((*rail)[0].port, 1);
   EXPECT_EQ((*rail)[1].link_layer, "IB");
@@ -89,8 +90,9 @@ TEST(MessagesTest, InitComplete) {
   EXPECT_EQ(modern->rank, 0);
   EXPECT_EQ(modern->nranks, 2);
   EXPECT_EQ(modern->comm_id, "0xadcb40d61cc1bc4b");
-  auto old = ParseInitComplete("comm 0x7fe3d4001980 rank 3 nranks 16 cudaDev 3 nvmlDev 3 - Init "
-                               "COMPLETE");
+  auto old = ParseInitComplete(
+      "comm 0x7fe3d4001980 rank 3 nranks 16 cudaDev 3 nvmlDev 3 - Init "
+      "COMPLETE");
   ASSERT_TRUE(old);
   EXPECT_EQ(old->rank, 3);
   EXPECT_TRUE(old->comm_id.empty());

@@ -1,12 +1,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tocsin::nccl {
 
@@ -40,7 +39,7 @@ struct PerfRun {
   std::string test;  // "all_reduce_perf" ("Collective test starting"), or "" when not printed
   std::vector<PerfRow> rows;
   std::vector<PerfDevice> devices;
-  std::optional<double> avg_busbw;      // "# Avg bus bandwidth : X"
+  std::optional<double> avg_busbw;       // "# Avg bus bandwidth : X"
   std::optional<int64_t> out_of_bounds;  // "# Out of bounds values : N OK|FAILED"
 
   // nccl-tests' definition: mean busbw over every row, out-of-place and in-place.
@@ -54,13 +53,15 @@ class PerfParser {
 
   void Feed(std::string_view line);
   const std::vector<PerfRun>& runs() const { return runs_; }
+  // Inside a results table every line matters (rows hold no marker to search for).
+  bool in_table() const { return in_table_; }
 
  private:
   PerfRun& Current();
   bool ParseRow(std::string_view line);
 
   std::vector<PerfRun> runs_;
-  bool in_table_ = false;     // a column header was seen for the current run
+  bool in_table_ = false;       // a column header was seen for the current run
   bool has_timestamp_ = false;  // "-S 1": a trailing "YYYY-MM-DD HH:MM:SS"
 };
 

@@ -79,7 +79,8 @@ TEST(PerfOutputTest, OldLayoutsWithoutRootAndWithCheckOff) {
 
 TEST(PerfOutputTest, GarbageRowsIgnored) {
   PerfParser p;
-  FeedAll(p, "#       size         count      type\n 12 x y\n123 456 float sum -1 a b c d e f g h\n");
+  FeedAll(p,
+          "#       size         count      type\n 12 x y\n123 456 float sum -1 a b c d e f g h\n");
   ASSERT_EQ(p.runs().size(), 1u);
   EXPECT_TRUE(p.runs()[0].rows.empty());
 }

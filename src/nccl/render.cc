@@ -1,8 +1,8 @@
 #include "nccl/render.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace tocsin::nccl {
 namespace {
@@ -24,11 +24,11 @@ std::vector<Table> Tables(const Analyzer& analyzer) {
   for (const auto& [key, p] : analyzer.processes()) {
     std::vector<std::string> ranks;
     for (const auto& r : p.ranks) ranks.push_back(fmt::format("{}/{}", r.rank, r.nranks));
-    std::string inter = p.HasInterNodeTraffic() ? p.InterNodeNetwork() : "intra-node only";
+    std::string inter = p.TransportLabel();
     std::string gdr = p.NetChannelCount() == 0 ? "-" : (p.gdr_channels > 0 ? "yes" : "no");
     procs.rows.push_back({p.host, std::to_string(p.pid), JoinCapped(ranks, 4),
                           p.version.empty() ? "?" : p.version, p.network.empty() ? "?" : p.network,
-                          inter.empty() ? "?" : inter, gdr, JoinCapped(p.nics, 4)});
+                          inter, gdr, JoinCapped(p.nics, 4)});
   }
   std::vector<Table> tables = {procs};
   if (!analyzer.perf_runs().empty()) {

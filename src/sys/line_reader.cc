@@ -6,6 +6,23 @@
 #include <cstring>
 
 namespace tocsin {
+namespace {
+
+// memchr (vectorised in glibc) for the word's first byte, then a compare: much faster than
+// memmem's two-way search when that byte is rare in the text, as 'N' is in logs.
+const char* FindWord(const char* from, size_t len, std::string_view word) {
+  const char* end = from + len;
+  const char* p = from;
+  while (p + word.size() <= end) {
+    p = static_cast<const char*>(std::memchr(p, word[0], static_cast<size_t>(end - p)));
+    if (p == nullptr || p + word.size() > end) return nullptr;
+    if (std::memcmp(p + 1, word.data() + 1, word.size() - 1) == 0) return p;
+    ++p;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 LineReader::LineReader(int fd, size_t max_line, size_t buffer)
     : fd_(fd), max_line_(max_line), buf_(std::max(buffer, max_line + 1)) {}
@@ -27,6 +44,7 @@ Status LineReader::Fill() {
       break;
     }
     end_ += static_cast<size_t>(n);
+    bytes_read_ += static_cast<uint64_t>(n);
     break;  // hand out what we have: keeps --follow responsive
   }
   return Status::Ok();
@@ -68,6 +86,34 @@ Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
       begin_ = end_;
     }
     TOCSIN_RETURN_IF_ERROR(Fill());
+  }
+}
+
+Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::string_view* line,
+                                        bool* truncated) {
+  while (true) {
+    const char* base = buf_.data();
+    const char* from = base + begin_;
+    size_t len = end_ - begin_;
+    const char* hit = FindWord(from, len, word);
+    const char* hash = static_cast<const char*>(
+        std::memchr(from, mark, hit ? static_cast<size_t>(hit - from) : len));
+    if (hash != nullptr) hit = hash;
+    if (hit == nullptr) {
+      // Nothing here: drop every complete line; keep the unterminated tail (a match may straddle
+      // the end of the buffer), bounded by max_line.
+      const char* last_nl = static_cast<const char*>(::memrchr(from, '\n', len));
+      if (last_nl != nullptr) begin_ = static_cast<size_t>(last_nl - base) + 1;
+      if (end_ - begin_ > max_line_) begin_ = end_ - max_line_;
+      if (eof_) return false;
+      TOCSIN_RETURN_IF_ERROR(Fill());
+      continue;
+    }
+    // Back up to the start of the line holding the hit, then hand out that line.
+    const char* line_start =
+        static_cast<const char*>(::memrchr(from, '\n', static_cast<size_t>(hit - from)));
+    begin_ = line_start ? static_cast<size_t>(line_start - base) + 1 : begin_;
+    return Next(line, truncated);
   }
 }
 

@@ -18,6 +18,13 @@ class LineReader {
   // Sets *line (valid until the next call) and returns true, or false at end of input.
   Result<bool> Next(std::string_view* line, bool* truncated);
 
+  // Like Next, but only returns lines that contain `word` or the byte `mark`; the others are
+  // skipped in bulk (vectorised memchr over the buffer, as grep does), never split into lines.
+  Result<bool> NextContaining(std::string_view word, char mark, std::string_view* line,
+                              bool* truncated);
+
+  uint64_t bytes_read() const { return bytes_read_; }
+
  private:
   Status Fill();
 
@@ -28,6 +35,7 @@ class LineReader {
   size_t end_ = 0;
   bool eof_ = false;
   std::string cut_;  // the head of an over-long line
+  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace tocsin

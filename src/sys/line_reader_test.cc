@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +57,56 @@ TEST(LineReaderTest, CutsOverlongLinesAndKeepsGoing) {
   EXPECT_EQ(lines[2], "after");
   EXPECT_EQ(lines[3], std::string(10, 'x'));
   EXPECT_EQ(cut, 2);
+}
+
+// Differential: NextContaining must return exactly the lines Next returns that hold the word or
+// the mark, whatever the buffer size and however the input is split.
+TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
+  std::mt19937 rng(42);
+  const char* pieces[] = {"NCCL INFO x", "plain text", "# header", "NCC",         "L ",
+                          "\n",          "\n",         "a#b",      "NCCL WARN y", "\n\n"};
+  for (int round = 0; round < 300; ++round) {
+    std::string input;
+    int n = static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      input += pieces[rng() % (sizeof(pieces) / sizeof(*pieces))];
+      if (i % 4 == 3) input += "\n";  // lines stay under max_line (48 bytes)
+    }
+    size_t buffer = 49 + rng() % 40;
+    int cut = 0;
+    std::vector<std::string> expected;
+    for (const auto& l : ReadAll(input, 1 << 20, 1 << 20, &cut)) {
+      if (l.find("NCCL ") != std::string::npos || l.find('#') != std::string::npos) {
+        expected.push_back(l);
+      }
+    }
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    std::thread writer([&, seed = rng()] {
+      std::mt19937 chunks(seed);
+      size_t off = 0;
+      while (off < input.size()) {  // small writes: reads end at arbitrary places
+        size_t len = std::min<size_t>(1 + chunks() % 9, input.size() - off);
+        ssize_t w = ::write(fds[1], input.data() + off, len);
+        if (w <= 0) break;
+        off += static_cast<size_t>(w);
+      }
+      ::close(fds[1]);
+    });
+    LineReader reader(fds[0], 48, buffer);
+    std::vector<std::string> got;
+    std::string_view line;
+    bool truncated = false;
+    while (true) {
+      auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
+      ASSERT_TRUE(more.ok());
+      if (!*more) break;
+      got.emplace_back(line);
+    }
+    writer.join();
+    ::close(fds[0]);
+    EXPECT_EQ(got, expected) << "input: " << input;
+  }
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ std::string Slurp(const std::string& path) {
 }  // namespace
 
 RunResult RunBinary(const std::string& binary, const std::vector<std::string>& args,
-                    const std::vector<std::string>& extra_env) {
+                    const std::vector<std::string>& extra_env, const std::string& stdin_path) {
   char out_path[] = "/tmp/tocsin-run-out-XXXXXX";
   char err_path[] = "/tmp/tocsin-run-err-XXXXXX";
   int out_fd = ::mkstemp(out_path);
@@ -44,6 +44,7 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
   pid_t pid = 0;

@@ -14,6 +14,7 @@ struct RunResult {
 // Runs `binary args...` with extra environment entries ("NAME=value"), captures stdout and
 // stderr, and waits for it to exit.
 RunResult RunBinary(const std::string& binary, const std::vector<std::string>& args,
-                    const std::vector<std::string>& extra_env = {});
+                    const std::vector<std::string>& extra_env = {},
+                    const std::string& stdin_path = "/dev/null");
 
 }  // namespace tocsin::testing

@@ -1,0 +1,36 @@
+// The NCCL line parser: ParseLogLine on each line, every message parser on its message, and the
+// nccl-tests parser on the same lines (the analyzer's own logic is covered by unit tests; its
+// JSON building would drown libFuzzer in features of header-only library code).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "base/strings.h"
+#include "nccl/log_line.h"
+#include "nccl/messages.h"
+#include "nccl/perf_output.h"
+
+using namespace tocsin::nccl;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  PerfParser perf;
+  for (auto line : tocsin::Split(text, '\n')) {
+    perf.Feed(line);
+    auto parsed = ParseLogLine(line);
+    if (!parsed) continue;
+    std::string_view msg = parsed->message;
+    ParseUsingNetwork(msg);
+    ParseIbDevices(msg);
+    IsIbNoDevice(msg);
+    ParseSocketDevices(msg);
+    ParsePluginFailure(msg);
+    ParseOfiProvider(msg);
+    if (auto ch = ParseChannel(msg)) IsRdmaNetwork(ch->net);
+    ParseInitComplete(msg);
+    ParseEnvSetting(msg);
+    ParseVersion(msg);
+  }
+  for (const auto& run : perf.runs()) run.ComputedAvgBusbw();
+  return 0;
+}

@@ -1,0 +1,244 @@
+// `tocsin nccl` on the fixture logs in src/nccl/testdata, asserted on the JSON report.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "run_binary.h"
+
+extern char** environ;
+
+namespace tocsin {
+namespace {
+
+using nlohmann::json;
+using testing::RunBinary;
+using testing::RunResult;
+
+const std::string kLogs = std::string(TOCSIN_SOURCE_DIR) + "/src/nccl/testdata/";
+
+struct NcclRun {
+  int exit_code;
+  json report;
+};
+
+NcclRun Nccl(std::vector<std::string> files, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"nccl", "-o", "json"};
+  for (const auto& f : files) args.push_back(f == "-" ? f : kLogs + f);
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult r = RunBinary(TOCSIN_BINARY, args);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return {r.exit_code, j};
+}
+
+std::vector<json> Of(const json& report, const std::string& check) {
+  std::vector<json> out;
+  for (const auto& f : report["findings"]) {
+    if (f["check"] == check) out.push_back(f);
+  }
+  return out;
+}
+
+TEST(NcclCliTest, HealthyJobsAcrossVersionsAndFabricsAreClean) {
+  for (const char* log : {"ib-2.12.log", "ib-2.18.log", "roce-2.21-mpirun.log", "efa-2.27.log",
+                          "nccl-tests-new.log"}) {
+    NcclRun r = Nccl({log}, {"--expect", "rdma", "--expect-gdr", "--fail-on", "warning"});
+    EXPECT_EQ(r.exit_code, 0) << log << r.report["findings"].dump(2);
+    EXPECT_TRUE(r.report["findings"].empty()) << log;
+    const json& procs = r.report["inventory"]["processes"];
+    ASSERT_EQ(procs.size(), 4u) << log;
+    for (const auto& p : procs) {
+      EXPECT_TRUE(p["gdr"].get<bool>()) << log;
+      ASSERT_EQ(p["ranks"].size(), 1u) << log;
+    }
+  }
+}
+
+TEST(NcclCliTest, WhichTransportEachRankUsed) {
+  NcclRun ib = Nccl({"ib-2.18.log"});
+  const json& p0 = ib.report["inventory"]["processes"][0];
+  EXPECT_EQ(p0["host"], "node-a");
+  EXPECT_EQ(p0["ranks"][0]["rank"], 0);
+  EXPECT_EQ(p0["ranks"][0]["nranks"], 4);
+  EXPECT_EQ(p0["nccl_version"], "2.18.3");
+  EXPECT_EQ(p0["network"], "IB");
+  EXPECT_EQ(p0["inter_node_transport"], "IB");
+  EXPECT_EQ(p0["nics"], json::array({"mlx5_0:1/IB", "mlx5_1:1/IB"}));
+  EXPECT_EQ(ib.report["inventory"]["summary"]["transports"]["IB"], 4);
+
+  NcclRun roce = Nccl({"roce-2.21-mpirun.log"});
+  EXPECT_EQ(roce.report["inventory"]["processes"][3]["host"], "roce-b");  // mpirun prefix cut
+  EXPECT_EQ(roce.report["inventory"]["processes"][3]["nics"][0], "mlx5_0:1/RoCE");
+
+  NcclRun efa = Nccl({"efa-2.27.log"});
+  EXPECT_EQ(efa.report["inventory"]["processes"][0]["ofi_provider"], "efa");
+  EXPECT_EQ(efa.report["inventory"]["summary"]["transports"]["Libfabric"], 4);
+}
+
+TEST(NcclCliTest, OneHostFellBackToSockets) {
+  NcclRun r = Nccl({"mixed-2.30-kubectl.log"});
+  EXPECT_EQ(r.exit_code, 1);
+  auto sock = Of(r.report, "nccl.transport.socket");
+  ASSERT_EQ(sock.size(), 2u);
+  std::set<std::string> subjects = {sock[0]["subject"], sock[1]["subject"]};
+  EXPECT_EQ(subjects, (std::set<std::string>{"train-worker-1/2", "train-worker-1/3"}));
+  EXPECT_TRUE(sock[0]["evidence"]["ib_no_device"].get<bool>());
+  EXPECT_NE(sock[0]["message"].get<std::string>().find("No device found"), std::string::npos);
+  auto mixed = Of(r.report, "nccl.transport.mixed");
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(mixed[0]["subject"], "comm 0xadcb40d61cc1bc4b");
+}
+
+TEST(NcclCliTest, AllSocketIsFineUnlessRdmaIsExpected) {
+  EXPECT_EQ(Nccl({"socket-2.12.log"}).exit_code, 0);
+  NcclRun r = Nccl({"socket-2.12.log"}, {"--expect", "rdma"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(Of(r.report, "nccl.transport.socket").size(), 4u);
+  EXPECT_TRUE(Of(r.report, "nccl.transport.mixed").empty());
+}
+
+TEST(NcclCliTest, RiskySettingsAndGdr) {
+  NcclRun r = Nccl({"ib-disable-2.27.log"}, {"--expect", "rdma"});
+  auto risky = Of(r.report, "nccl.env.risky");
+  ASSERT_EQ(risky.size(), 4u);
+  EXPECT_EQ(risky[0]["evidence"]["name"], "NCCL_IB_DISABLE");
+  auto sock = Of(r.report, "nccl.transport.socket");
+  ASSERT_EQ(sock.size(), 4u);
+  EXPECT_NE(sock[0]["message"].get<std::string>().find("NCCL_IB_DISABLE=1"), std::string::npos);
+  EXPECT_EQ(r.report["inventory"]["processes"][0]["plugin_failures"], json::array({"IB"}));
+
+  EXPECT_TRUE(Of(Nccl({"ib-nogdr-2.21.log"}).report, "nccl.gdr.absent").empty());
+  EXPECT_EQ(Of(Nccl({"ib-nogdr-2.21.log"}, {"--expect-gdr"}).report, "nccl.gdr.absent").size(), 4u);
+}
+
+TEST(NcclCliTest, InitFailureAndNoDebug) {
+  NcclRun failed = Nccl({"init-failed-2.27.log"});
+  EXPECT_EQ(failed.exit_code, 1);
+  auto init = Of(failed.report, "nccl.init.failed");
+  ASSERT_EQ(init.size(), 4u);
+  EXPECT_EQ(init[0]["subject"], "node-a/pid 4000");
+  EXPECT_EQ(failed.report["inventory"]["processes"][0]["inter_node_transport"], "unknown");
+
+  NcclRun quiet = Nccl({"no-debug.log"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  auto nd = Of(quiet.report, "nccl.log.no-debug");
+  ASSERT_EQ(nd.size(), 1u);
+  EXPECT_NE(nd[0]["message"].get<std::string>().find("NCCL_DEBUG=INFO"), std::string::npos);
+  EXPECT_EQ(Nccl({"no-debug.log"}, {"--fail-on", "warning"}).exit_code, 1);
+}
+
+TEST(NcclCliTest, NcclTestsOutput) {
+  NcclRun wrong = Nccl({"nccl-tests-wrong.log"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  auto w = Of(wrong.report, "nccl.wrong");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0]["evidence"]["size"], 268435456);
+
+  NcclRun old = Nccl({"nccl-tests-old.log"}, {"--min-busbw", "100"});
+  const json& run = old.report["inventory"]["nccl_tests"][0];
+  EXPECT_EQ(run["rows"].size(), 3u);
+  EXPECT_DOUBLE_EQ(run["avg_busbw_gbps"].get<double>(), 61.6217);
+  auto low = Of(old.report, "nccl.busbw.low");
+  ASSERT_EQ(low.size(), 1u);
+  EXPECT_EQ(old.exit_code, 1);
+  EXPECT_TRUE(
+      Of(Nccl({"nccl-tests-old.log"}, {"--min-busbw", "50"}).report, "nccl.busbw.low").empty());
+
+  NcclRun fresh = Nccl({"nccl-tests-new.log"}, {"--min-busbw", "200"});
+  EXPECT_EQ(fresh.report["inventory"]["nccl_tests"][0]["test"], "all_reduce_perf");
+  EXPECT_EQ(fresh.report["inventory"]["nccl_tests"][0]["devices"].size(), 4u);
+  EXPECT_TRUE(Of(fresh.report, "nccl.busbw.low").empty());
+}
+
+TEST(NcclCliTest, SeveralFilesAndStdinMakeOneJob) {
+  NcclRun two = Nccl({"ib-2.18.log", "mixed-2.30-kubectl.log"});
+  EXPECT_EQ(two.report["inventory"]["inputs"].size(), 2u);
+  EXPECT_EQ(two.report["inventory"]["processes"].size(), 8u);
+  RunResult in =
+      RunBinary(TOCSIN_BINARY, {"nccl", "-o", "json", "-"}, {}, kLogs + "mixed-2.30-kubectl.log");
+  json j = json::parse(in.out);
+  EXPECT_EQ(j["inventory"]["inputs"][0]["name"], "-");
+  EXPECT_EQ(Of(j, "nccl.transport.socket").size(), 2u);
+}
+
+TEST(NcclCliTest, TruncatedAndBinaryInputDoesNotCrash) {
+  NcclRun r = Nccl({"truncated.log"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.report["inventory"]["processes"].size(), 4u);
+}
+
+TEST(NcclCliTest, MissingFileIsAUsageError) {
+  RunResult r = RunBinary(TOCSIN_BINARY, {"nccl", "/no/such.log"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/no/such.log"), std::string::npos);
+  RunResult dir = RunBinary(TOCSIN_BINARY, {"nccl", kLogs});
+  EXPECT_EQ(dir.exit_code, 2);
+  RunResult bad = RunBinary(TOCSIN_BINARY, {"nccl", "--expect", "ib"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+// --follow on a pipe: the transport of a rank is printed before the input ends.
+TEST(NcclCliTest, FollowReportsBeforeEndOfInput) {
+  std::ifstream in(kLogs + "mixed-2.30-kubectl.log");
+  std::stringstream all;
+  all << in.rdbuf();
+  std::string text = all.str();
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, to_child[1]);
+  posix_spawn_file_actions_addclose(&actions, from_child[0]);
+  std::string bin = TOCSIN_BINARY;
+  std::vector<std::string> args_s = {bin, "nccl", "--follow", "-"};
+  std::vector<char*> argv;
+  for (auto& a : args_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  // Everything but the last lines: all Init COMPLETE lines are in the first 95%.
+  size_t cut = text.size() * 95 / 100;
+  ASSERT_EQ(::write(to_child[1], text.data(), cut), static_cast<ssize_t>(cut));
+  std::string got;
+  char buf[4096];
+  while (got.find("[follow]") == std::string::npos) {
+    struct pollfd pfd = {from_child[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "no follow line within 10 s; got: " << got;
+    ssize_t n = ::read(from_child[0], buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_NE(got.find("train-worker-0"), std::string::npos);
+  EXPECT_EQ(got.find("FINDINGS"), std::string::npos);  // the report waits for the end of input
+  ASSERT_EQ(::write(to_child[1], text.data() + cut, text.size() - cut),
+            static_cast<ssize_t>(text.size() - cut));
+  ::close(to_child[1]);
+  while (true) {
+    ssize_t n = ::read(from_child[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(from_child[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(got.find("nccl.transport.socket"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tocsin
