@@ -375,6 +375,7 @@ nlohmann::json Analyzer::Inventory() const {
   nlohmann::json procs = nlohmann::json::array();
   std::map<std::string, int> transports;
   std::set<std::string> hosts;
+  std::set<std::string> versions;
   int nranks = 0;
   for (const auto& [key, p] : processes_) {
     nlohmann::json ranks = nlohmann::json::array();
@@ -386,6 +387,7 @@ nlohmann::json Analyzer::Inventory() const {
     }
     nranks += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
     hosts.insert(p.host);
+    if (!p.version.empty()) versions.insert(p.version);
     std::string inter = p.TransportLabel();
     transports[inter] += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
     procs.push_back(

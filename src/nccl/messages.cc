@@ -116,26 +116,45 @@ std::optional<std::string> ParseOfiProvider(std::string_view msg) {
 }
 
 std::optional<Channel> ParseChannel(std::string_view msg) {
-  if (!StartsWith(msg, "Channel ") && !StartsWith(msg, "Ring ")) return std::nullopt;
-  size_t via = msg.find(" via ");
-  if (via == std::string_view::npos) return std::nullopt;
-  size_t colon = msg.substr(0, via).find(" : ");
-  if (colon == std::string_view::npos) return std::nullopt;
+  // One left-to-right pass (these are most of a big log's NCCL lines):
+  // "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA", "Ring 00 : 7 -> 8 via P2P/IPC".
+  size_t i;
+  if (StartsWith(msg, "Channel ")) {
+    i = 8;
+  } else if (StartsWith(msg, "Ring ")) {
+    i = 5;
+  } else {
+    return std::nullopt;
+  }
+  auto skip_spaces = [&] {
+    while (i < msg.size() && msg[i] == ' ') ++i;
+  };
+  auto expect = [&](std::string_view word) {
+    if (msg.substr(i, word.size()) != word) return false;
+    i += word.size();
+    return true;
+  };
+  while (i < msg.size() && msg[i] != ' ') ++i;  // "00/0"
+  if (!expect(" : ")) return std::nullopt;
+  skip_spaces();
   Channel ch;
-  std::string_view ranks = msg.substr(colon + 3, via - colon - 3);
-  size_t i = 0;
-  auto from = ReadRank(ranks, i);
-  size_t arrow = ranks.find("->", i);
-  if (!from || arrow == std::string_view::npos) return std::nullopt;
-  i = arrow + 2;
-  while (i < ranks.size() && ranks[i] == ' ') ++i;
-  auto to = ReadRank(ranks, i);
+  auto from = ReadRank(msg, i);
+  skip_spaces();
+  if (!from || !expect("->")) return std::nullopt;  // also rejects "Channel 00/32 :  0 1 2 3"
+  skip_spaces();
+  auto to = ReadRank(msg, i);
   if (!to) return std::nullopt;
   ch.from_rank = *from;
   ch.to_rank = *to;
-  if (ranks.find("[send]") != std::string_view::npos) ch.direction = "send";
-  if (ranks.find("[receive]") != std::string_view::npos) ch.direction = "receive";
-  std::string_view path = Trim(msg.substr(via + 5));
+  skip_spaces();
+  if (expect("[send]")) {
+    ch.direction = "send";
+  } else if (expect("[receive]")) {
+    ch.direction = "receive";
+  }
+  skip_spaces();
+  if (!expect("via ")) return std::nullopt;
+  std::string_view path = msg.substr(i);
   if (StartsWith(path, "NET/")) {
     ch.transport = "NET";
     std::string_view rest = path.substr(4);

@@ -25,7 +25,9 @@ std::vector<Table> Tables(const Analyzer& analyzer) {
     std::vector<std::string> ranks;
     for (const auto& r : p.ranks) ranks.push_back(fmt::format("{}/{}", r.rank, r.nranks));
     std::string inter = p.TransportLabel();
-    std::string gdr = p.NetChannelCount() == 0 ? "-" : (p.gdr_channels > 0 ? "yes" : "no");
+    std::string gdr = p.NetChannelCount() == 0 || !IsRdmaNetwork(inter)
+                          ? "-"
+                          : (p.gdr_channels > 0 ? "yes" : "no");
     procs.rows.push_back({p.host, std::to_string(p.pid), JoinCapped(ranks, 4),
                           p.version.empty() ? "?" : p.version, p.network.empty() ? "?" : p.network,
                           inter, gdr, JoinCapped(p.nics, 4)});
