@@ -51,7 +51,7 @@ fuzz: fuzz-build
 	@for f in $(FUZZ_DIR)/fuzz/fuzz_*; do \
 	  [ -x "$$f" ] || continue; name=$$(basename $$f); echo "== $$name ($(FUZZ_SECONDS)s)"; \
 	  \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 $(FUZZ_DIR)/fuzz/corpus/$$name fuzz/corpus/$$name || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/fuzz/corpus/$$name fuzz/corpus/$$name || exit 1; \
 	done
 
 format:

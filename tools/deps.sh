@@ -8,7 +8,7 @@ PACKAGES=(
   # clang + libFuzzer runtime for the fuzz targets
   clang libclang-rt-14-dev llvm
   # libraries
-  libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libsimdjson-dev
   # fixture generator
   python3
 )

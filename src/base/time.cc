@@ -25,6 +25,8 @@ std::optional<TimePoint> ParseRfc3339(std::string_view s) {
   auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
        se = num(17, 2);
   if (!y || !mo || !d || !h || !mi || !se) return std::nullopt;
+  // system_clock counts nanoseconds in 64 bits: years outside ~1678..2262 would overflow.
+  if (*y < 1900 || *y > 2200) return std::nullopt;
   if (*mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 || *se > 60) {
     return std::nullopt;
   }

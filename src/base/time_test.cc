@@ -18,6 +18,9 @@ TEST(TimeTest, ParsesRoundTripAndOffsets) {
   EXPECT_FALSE(ParseRfc3339("2025-02-30T00:00:00Z"));
   EXPECT_FALSE(ParseRfc3339("yesterday"));
   EXPECT_FALSE(ParseRfc3339("2025-07-31T22:13:20"));
+  EXPECT_FALSE(ParseRfc3339("9999-12-31T23:59:59Z"));  // found by fuzz_k8s_decode: overflow
+  EXPECT_TRUE(IsRepresentableUnixSeconds(1764300000));
+  EXPECT_FALSE(IsRepresentableUnixSeconds(999999999999));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/report.h"
+#include "cli/audit_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
 #include "tocsin/version.h"
@@ -19,7 +20,8 @@ int Main(int argc, char** argv) {
         "tocsin"};
     app.set_version_flag("--version", std::string("tocsin ") + kVersion);
     app.require_subcommand(1);
-    std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app)};
+    std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app),
+                                     AddAuditCommand(app)};
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

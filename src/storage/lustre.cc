@@ -1,6 +1,7 @@
 #include "storage/lustre.h"
 
 #include "base/strings.h"
+#include "base/time.h"
 
 namespace tocsin::storage {
 namespace {
@@ -129,7 +130,7 @@ Result<LustreStateHistory> ParseLustreState(std::string_view text) {
       if (parts.size() != 2) return Status::ParseError("bad state_history entry " + Quote(line));
       auto epoch = ParseInt64(Trim(parts[0]));
       std::string_view state = Trim(parts[1]);
-      if (!epoch || state.empty()) {
+      if (!epoch || !IsRepresentableUnixSeconds(*epoch) || state.empty()) {
         return Status::ParseError("bad state_history entry " + Quote(line));
       }
       out.history.emplace_back(*epoch, std::string(state));

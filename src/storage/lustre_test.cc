@@ -84,6 +84,7 @@ TEST(LustreTest, StateHistoryGivesOnset) {
   EXPECT_FALSE(UnhealthySince(*healthy));
   EXPECT_FALSE(ParseLustreState("state_history:\n").ok());
   EXPECT_FALSE(ParseLustreState("current_state: FULL\n - [ x, FULL ]\n").ok());
+  EXPECT_FALSE(ParseLustreState("current_state: FULL\n - [ 99999999999999, FULL ]\n").ok());
 }
 
 TEST(LustreTest, StatesClassified) {

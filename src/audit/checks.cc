@@ -1,0 +1,377 @@
+#include "audit/checks.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/strings.h"
+
+namespace tocsin::audit {
+namespace {
+
+using k8s::DaemonSet;
+using k8s::Node;
+using k8s::Pod;
+
+constexpr int64_t kDay = 86400;
+// A pod whose Ready condition last changed this close to its creation has never been ready:
+// that transition is the one the kubelet records when it starts the pod.
+constexpr int64_t kNeverReadySlack = 120;
+
+constexpr const char* kFabricLabels[] = {
+    "feature.node.kubernetes.io/pci-15b3.present",
+    "feature.node.kubernetes.io/rdma.available",
+    "feature.node.kubernetes.io/rdma.capable",
+};
+
+constexpr const char* kPluginNames[] = {
+    "k8s-rdma-shared-dev-plugin",  "rdma-shared-dev-plugin",
+    "rdma-shared-device-plugin",   "rdma-shared-dp",
+    "sriov-network-device-plugin", "sriov-device-plugin",
+    "aws-efa-k8s-device-plugin",   "efa-k8s-device-plugin",
+};
+
+int64_t Seconds(TimePoint a, TimePoint b) {
+  return std::chrono::duration_cast<std::chrono::seconds>(a - b).count();
+}
+
+std::string Days(int64_t seconds) {
+  if (seconds >= kDay) return fmt::format("{} days", seconds / kDay);
+  if (seconds >= 3600) return fmt::format("{} hours", seconds / 3600);
+  return fmt::format("{} minutes", std::max<int64_t>(seconds / 60, 0));
+}
+
+bool Owns(const DaemonSet& ds, const Pod& p) {
+  for (const auto& o : p.owners) {
+    if (o.kind != "DaemonSet") continue;
+    if (!o.uid.empty() && !ds.uid.empty()) {
+      if (o.uid == ds.uid) return true;
+    } else if (o.name == ds.name && p.ns == ds.ns) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SelectorMatches(const k8s::StringMap& selector, const k8s::StringMap& labels,
+                     std::string* mismatch) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || (!v.empty() && it->second != v)) {
+      if (mismatch) *mismatch = v.empty() ? k : k + "=" + v;
+      return false;
+    }
+  }
+  return true;
+}
+
+// When a not-ready pod stopped being ready (its Ready transition), or its creation.
+std::optional<TimePoint> NotReadySince(const Pod& p) {
+  const k8s::Condition* ready = p.FindCondition("Ready");
+  if (ready && ready->last_transition) return ready->last_transition;
+  return p.created;
+}
+
+bool NeverReady(const Pod& p) {
+  if (p.IsReady()) return false;
+  const k8s::Condition* ready = p.FindCondition("Ready");
+  if (!ready || !ready->last_transition || !p.created) return true;
+  return Seconds(*ready->last_transition, *p.created) <= kNeverReadySlack;
+}
+
+std::optional<TimePoint> Earliest(std::optional<TimePoint> a, std::optional<TimePoint> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+std::string PodRef(const Pod& p) { return p.ns + "/" + p.name; }
+
+void CheckDaemonSets(const k8s::Snapshot& snap, const Options& opt, std::vector<Finding>& out,
+                     std::set<std::string>& reported) {
+  for (const auto& ds : snap.daemonsets) {
+    if (ds.desired <= 0 || ds.ready >= ds.desired) continue;
+    std::vector<const Pod*> pods, not_ready;
+    for (const auto& p : snap.pods) {
+      if (!Owns(ds, p)) continue;
+      pods.push_back(&p);
+      if (!p.IsReady()) not_ready.push_back(&p);
+    }
+    std::optional<TimePoint> since;
+    bool never = !pods.empty();
+    std::set<std::string> reasons, images;
+    int64_t max_restarts = 0;
+    nlohmann::json pod_evidence = nlohmann::json::array();
+    for (const Pod* p : pods) never = never && NeverReady(*p);
+    for (const Pod* p : not_ready) {
+      since = Earliest(since, NotReadySince(*p));
+      nlohmann::json containers = nlohmann::json::array();
+      for (const auto& s : p->statuses) {
+        if (!s.waiting_reason.empty()) reasons.insert(s.waiting_reason);
+        if (!s.image.empty()) images.insert(s.image);
+        max_restarts = std::max(max_restarts, s.restart_count);
+        containers.push_back(
+            {{"name", s.name},
+             {"waiting_reason", s.waiting_reason},
+             {"restart_count", s.restart_count},
+             {"last_exit_code", s.last_exit_code ? nlohmann::json(*s.last_exit_code) : nullptr}});
+      }
+      if (pod_evidence.size() < 20) {
+        pod_evidence.push_back(
+            {{"pod", PodRef(*p)}, {"node", p->node_name}, {"containers", containers}});
+      }
+    }
+    if (images.empty()) images.insert(ds.images.begin(), ds.images.end());
+    int64_t missing = ds.desired - ds.ready;
+    double share = static_cast<double>(missing) / static_cast<double>(ds.desired);
+    int64_t age = since ? Seconds(opt.now, *since) : 0;
+    Finding f;
+    f.check = "daemonset.not-ready";
+    f.subject = ds.ns + "/" + ds.name;
+    f.since = since;
+    if (share >= 0.5 && age >= kDay) {
+      f.severity = Severity::kCritical;
+    } else if (share >= 0.5 || age >= 3600) {
+      f.severity = Severity::kError;
+    } else {
+      f.severity = Severity::kWarning;
+    }
+    std::string state =
+        never ? fmt::format("never became ready ({})", Days(age))
+              : (since ? fmt::format("not fully ready for {}", Days(age)) : "not fully ready");
+    std::string why;
+    if (!reasons.empty()) why += "; pods waiting: " + Join({reasons.begin(), reasons.end()}, ", ");
+    if (max_restarts > 0) {
+      why += fmt::format("; restart counts up to {} (they grow with back-off and hide the age)",
+                         max_restarts);
+    }
+    f.message = fmt::format("{} of {} pods ready on {:.0f}% of its nodes: {}{}; image {}", ds.ready,
+                            ds.desired, share * 100, state, why,
+                            Join({images.begin(), images.end()}, ", "));
+    f.evidence = {{"desired", ds.desired},
+                  {"current", ds.current},
+                  {"ready", ds.ready},
+                  {"available", ds.available},
+                  {"unavailable", ds.unavailable},
+                  {"never_ready", never},
+                  {"age_days", age / kDay},
+                  {"device_plugin", IsDevicePlugin(ds, opt)},
+                  {"not_ready_pods", pod_evidence}};
+    reported.insert(ds.uid.empty() ? ds.ns + "/" + ds.name : ds.uid);
+    out.push_back(std::move(f));
+  }
+}
+
+bool OwnedByReported(const Pod& p, const std::set<std::string>& reported,
+                     const k8s::Snapshot& snap) {
+  for (const auto& ds : snap.daemonsets) {
+    if (reported.count(ds.uid.empty() ? ds.ns + "/" + ds.name : ds.uid) && Owns(ds, p)) return true;
+  }
+  return false;
+}
+
+void CheckCrashLoops(const k8s::Snapshot& snap, const Options& opt,
+                     const std::set<std::string>& reported, std::vector<Finding>& out) {
+  for (const auto& p : snap.pods) {
+    for (const auto& s : p.statuses) {
+      if (s.waiting_reason != "CrashLoopBackOff") continue;
+      if (OwnedByReported(p, reported, snap)) break;  // told once, by daemonset.not-ready
+      auto since = NotReadySince(p);
+      int64_t age = since ? Seconds(opt.now, *since) : 0;
+      std::string last = s.last_terminated_reason.empty()
+                             ? ""
+                             : fmt::format("; last exit {} (code {})", s.last_terminated_reason,
+                                           s.last_exit_code.value_or(-1));
+      out.push_back({"pod.crashloop",
+                     Severity::kError,
+                     PodRef(p),
+                     fmt::format("container {} has been crash looping for {} ({} restarts){}",
+                                 s.name, Days(age), s.restart_count, last),
+                     since,
+                     {{"container", s.name},
+                      {"image", s.image},
+                      {"node", p.node_name},
+                      {"restart_count", s.restart_count},
+                      {"message", s.waiting_message}}});
+      break;
+    }
+  }
+}
+
+void CheckNodes(const k8s::Snapshot& snap, const Options& opt, std::vector<Finding>& out) {
+  for (const auto& n : snap.nodes) {
+    const k8s::Condition* ready = n.FindCondition("Ready");
+    if (!ready || ready->status == "True") continue;
+    int64_t age = ready->last_transition ? Seconds(opt.now, *ready->last_transition) : 0;
+    out.push_back({"node.not-ready",
+                   Severity::kError,
+                   n.name,
+                   fmt::format("Ready is {} for {}{}", ready->status, Days(age),
+                               ready->reason.empty() ? "" : " (" + ready->reason + ")"),
+                   ready->last_transition,
+                   {{"status", ready->status},
+                    {"reason", ready->reason},
+                    {"message", ready->message},
+                    {"unschedulable", n.unschedulable}}});
+  }
+}
+
+void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector<Finding>& out) {
+  std::vector<const Node*> fabric;
+  for (const auto& n : snap.nodes) {
+    if (IsFabricNode(n, opt)) fabric.push_back(&n);
+  }
+  if (fabric.empty()) return;
+  std::vector<const DaemonSet*> plugins;
+  for (const auto& ds : snap.daemonsets) {
+    if (IsDevicePlugin(ds, opt)) plugins.push_back(&ds);
+  }
+  if (plugins.empty()) {
+    out.push_back({"daemonset.coverage",
+                   Severity::kError,
+                   "cluster",
+                   fmt::format("{} nodes have RDMA hardware but no RDMA device-plugin DaemonSet "
+                               "was found (name it with --device-plugin NS/NAME)",
+                               fabric.size()),
+                   std::nullopt,
+                   {{"fabric_nodes", fabric.size()}}});
+  }
+  for (const Node* n : fabric) {
+    // Coverage: a Ready device-plugin pod on the node.
+    if (!plugins.empty()) {
+      bool covered = false;
+      std::vector<std::string> why;
+      std::optional<TimePoint> since;
+      for (const DaemonSet* ds : plugins) {
+        std::string mismatch;
+        if (!SelectorMatches(ds->node_selector, n->labels, &mismatch)) {
+          why.push_back(fmt::format("excluded by the nodeSelector of {}/{} (node lacks {})", ds->ns,
+                                    ds->name, mismatch));
+          if (n->created && ds->created)
+            since = Earliest(since, std::max(*n->created, *ds->created));
+          continue;
+        }
+        const Pod* pod = nullptr;
+        for (const auto& p : snap.pods) {
+          if (p.node_name == n->name && Owns(*ds, p)) pod = &p;
+        }
+        if (pod && pod->IsReady()) {
+          covered = true;
+          break;
+        }
+        if (pod) {
+          why.push_back(
+              fmt::format("pod {} of {}/{} is not ready", PodRef(*pod), ds->ns, ds->name));
+          since = Earliest(since, NotReadySince(*pod));
+        } else {
+          why.push_back(fmt::format("no pod of {}/{} runs there (taints or node affinity?)", ds->ns,
+                                    ds->name));
+        }
+      }
+      if (!covered) {
+        out.push_back({"daemonset.coverage",
+                       Severity::kError,
+                       n->name,
+                       "RDMA hardware but no ready RDMA device-plugin pod: " + Join(why, "; "),
+                       since,
+                       {{"reasons", why}}});
+      }
+    }
+    // Advertised RDMA resources.
+    nlohmann::json advertised = nlohmann::json::object();
+    bool positive = false;
+    for (const auto& [name, qty] : n->allocatable) {
+      if (!IsRdmaResource(name, opt)) continue;
+      advertised[name] = qty;
+      auto v = ParseInt64(qty);
+      if (!v || *v > 0) positive = true;  // non-integer quantities ("1k") count as present
+    }
+    if (!positive) {
+      out.push_back({"node.rdma.unadvertised",
+                     Severity::kError,
+                     n->name,
+                     advertised.empty()
+                         ? "RDMA hardware but allocatable has no RDMA resource: pods cannot "
+                           "request the fabric here"
+                         : "RDMA hardware but every RDMA resource is 0 in allocatable: the "
+                           "device plugin found no devices",
+                     std::nullopt,
+                     {{"rdma_resources", advertised}}});
+    }
+  }
+}
+
+}  // namespace
+
+bool IsFabricNode(const Node& node, const Options& options) {
+  if (!options.fabric_selector.empty()) {
+    return SelectorMatches(options.fabric_selector, node.labels, nullptr);
+  }
+  for (const char* label : kFabricLabels) {
+    auto it = node.labels.find(label);
+    if (it != node.labels.end() && it->second == "true") return true;
+  }
+  return false;
+}
+
+bool IsDevicePlugin(const DaemonSet& ds, const Options& options) {
+  if (!options.device_plugins.empty()) {
+    return std::find(options.device_plugins.begin(), options.device_plugins.end(),
+                     ds.ns + "/" + ds.name) != options.device_plugins.end();
+  }
+  for (const char* name : kPluginNames) {
+    if (ds.name.find(name) != std::string::npos) return true;
+    for (const auto& image : ds.images) {
+      if (image.find(name) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+bool IsRdmaResource(const std::string& name, const Options& options) {
+  if (std::find(options.rdma_resources.begin(), options.rdma_resources.end(), name) !=
+      options.rdma_resources.end()) {
+    return true;
+  }
+  if (name.rfind("rdma/", 0) == 0 || name == "vpc.amazonaws.com/efa") return true;
+  if (name.rfind("nvidia.com/", 0) == 0) {
+    return name.find("rdma") != std::string::npos || name.find("hostdev") != std::string::npos ||
+           name.find("mlnx") != std::string::npos;
+  }
+  return false;
+}
+
+std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options) {
+  std::vector<Finding> out;
+  std::set<std::string> reported;
+  CheckDaemonSets(snapshot, options, out, reported);
+  CheckCrashLoops(snapshot, options, reported, out);
+  CheckNodes(snapshot, options, out);
+  CheckFabricNodes(snapshot, options, out);
+  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    if (a.since.has_value() != b.since.has_value()) return a.since.has_value();
+    if (a.since && b.since && *a.since != *b.since) return *a.since < *b.since;
+    return a.subject < b.subject;
+  });
+  return out;
+}
+
+Result<k8s::StringMap> ParseSelector(const std::string& text) {
+  k8s::StringMap out;
+  for (auto term : Split(text, ',', true)) {
+    term = Trim(term);
+    size_t eq = term.find('=');
+    std::string key(Trim(term.substr(0, eq)));
+    if (key.empty() || term.find("!=") != std::string_view::npos) {
+      return Status::InvalidArgument("--fabric-nodes: unsupported selector term \"" +
+                                     std::string(term) + "\" (use k=v or k)");
+    }
+    out[key] = eq == std::string_view::npos ? "" : std::string(Trim(term.substr(eq + 1)));
+  }
+  if (out.empty()) return Status::InvalidArgument("--fabric-nodes: empty selector");
+  return out;
+}
+
+}  // namespace tocsin::audit

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/finding.h"
+#include "base/report.h"
+#include "k8s/objects.h"
+
+namespace tocsin::audit {
+
+struct Options {
+  TimePoint now;                            // --now, or the clock
+  std::vector<std::string> device_plugins;  // --device-plugin NS/NAME
+  k8s::StringMap fabric_selector;           // --fabric-nodes k=v,k2=v2 ("k" alone: has label)
+  std::vector<std::string> rdma_resources;  // --rdma-resource NAME
+};
+
+// Fabric nodes: --fabric-nodes, else Node Feature Discovery's Mellanox PCI / RDMA labels.
+bool IsFabricNode(const k8s::Node& node, const Options& options);
+// RDMA device-plugin DaemonSets: --device-plugin, else recognised by name or image (Mellanox
+// k8s-rdma-shared-dev-plugin, SR-IOV network device plugin, AWS EFA device plugin).
+bool IsDevicePlugin(const k8s::DaemonSet& ds, const Options& options);
+// RDMA extended resources: rdma/*, vpc.amazonaws.com/efa, nvidia.com/* RDMA/hostdev pools, or
+// --rdma-resource.
+bool IsRdmaResource(const std::string& name, const Options& options);
+
+// daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready.
+// Sorted by severity, then onset (oldest first).
+std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options);
+
+nlohmann::json Inventory(const k8s::Snapshot& snapshot, const Options& options);
+std::vector<Table> Tables(const k8s::Snapshot& snapshot, const Options& options);
+// One row per check id with its count and worst severity (--summary).
+Table SummaryTable(const std::vector<Finding>& findings);
+
+// "k=v,k2=v2" or "k" (label present) -> map; an error names the bad term.
+Result<k8s::StringMap> ParseSelector(const std::string& text);
+
+}  // namespace tocsin::audit

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "k8s/objects.h"
+
+namespace tocsin::k8s {
+
+// Adds the objects of one `kubectl get ... -o json` output to `out`: a List (items of any
+// kind), a *List, or a single object. Nodes, Pods and DaemonSets are decoded; other kinds are
+// counted. Errors name the source, the item and the field. Decodes with simdjson's on-demand
+// API: the document stays in memory once and objects are decoded straight into `out`.
+Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out);
+
+// The same for `-o yaml` output (converted to JSON first; meant for small snapshots).
+Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out);
+
+// Reads FILE (or "-" for stdin) and decodes it as JSON, or as YAML when it does not start with
+// '{' or '['.
+Status LoadFile(const std::string& path, Snapshot& out);
+
+}  // namespace tocsin::k8s

@@ -1,0 +1,51 @@
+#include "k8s/decode.h"
+
+#include <gtest/gtest.h>
+
+namespace tocsin::k8s {
+namespace {
+
+TEST(DecodeTest, ListWithMixedKindsAndOmittedCounters) {
+  Snapshot s;
+  Status st = DecodeJson(R"({"apiVersion":"v1","kind":"List","items":[
+    {"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"d","namespace":"ns","uid":"u"},
+     "spec":{"template":{"spec":{"nodeSelector":{"a":"b"},"containers":[{"name":"c","image":"i:1"}]}}},
+     "status":{"currentNumberScheduled":2,"desiredNumberScheduled":2,"numberMisscheduled":0,
+               "numberReady":1}},
+    {"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}},
+    {"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"x":"y"}},
+     "status":{"allocatable":{"rdma/a":"4","cpu":8}}}]})",
+                         "snap.json", s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(s.daemonsets.size(), 1u);
+  EXPECT_EQ(s.daemonsets[0].ready, 1);
+  EXPECT_EQ(s.daemonsets[0].available, 0);  // omitempty
+  EXPECT_EQ(s.daemonsets[0].node_selector.at("a"), "b");
+  EXPECT_EQ(s.daemonsets[0].images[0], "i:1");
+  ASSERT_EQ(s.nodes.size(), 1u);
+  EXPECT_EQ(s.nodes[0].allocatable.at("cpu"), "8");  // a number kept as its text
+  EXPECT_EQ(s.other_kinds.at("Service"), 1);
+}
+
+TEST(DecodeTest, ErrorsNameSourceItemAndField) {
+  Snapshot s;
+  Status st = DecodeJson(R"({"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"}},
+    {"kind":"Pod","metadata":{"name":"p","creationTimestamp":"last tuesday"}}]})",
+                         "snap.json", s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("snap.json"), std::string::npos);
+  EXPECT_NE(st.message().find("items[1]"), std::string::npos);
+  EXPECT_NE(st.message().find("metadata.creationTimestamp"), std::string::npos);
+
+  Status type = DecodeJson(R"({"kind":"DaemonSet","status":{"numberReady":"three"}})", "d.json", s);
+  ASSERT_FALSE(type.ok());
+  EXPECT_NE(type.message().find("status.numberReady"), std::string::npos);
+
+  EXPECT_FALSE(DecodeJson(R"({"kind":"List","items":[{"kind":"Node")", "cut.json", s).ok());
+  EXPECT_FALSE(DecodeJson("[1,2]", "arr.json", s).ok());
+  EXPECT_FALSE(DecodeJson(R"({"kind":"NodeList"})", "noitems.json", s).ok());
+  EXPECT_FALSE(DecodeYaml("kind: [unclosed", "bad.yaml", s).ok());
+}
+
+}  // namespace
+}  // namespace tocsin::k8s

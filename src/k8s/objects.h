@@ -1,0 +1,103 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/time.h"
+
+namespace tocsin::k8s {
+
+// The fields of Kubernetes objects that tocsin's checks read (core/v1, apps/v1); everything else
+// is skipped while decoding. Status counters the API omits when zero default to 0.
+
+using StringMap = std::map<std::string, std::string>;
+
+struct Condition {
+  std::string type;
+  std::string status;  // "True", "False", "Unknown"
+  std::string reason;
+  std::string message;
+  std::optional<TimePoint> last_transition;
+};
+
+struct OwnerRef {
+  std::string kind;
+  std::string name;
+  std::string uid;
+};
+
+struct Container {
+  std::string name;
+  std::string image;
+  StringMap requests;
+  StringMap limits;
+  StringMap env;  // literal values (valueFrom entries are kept with an empty value)
+  std::vector<std::string> capabilities_add;
+  bool privileged = false;
+};
+
+struct ContainerStatus {
+  std::string name;
+  std::string image;
+  int64_t restart_count = 0;
+  bool ready = false;
+  std::string waiting_reason;
+  std::string waiting_message;
+  std::string last_terminated_reason;
+  std::optional<int64_t> last_exit_code;
+  std::optional<TimePoint> last_terminated_finished;
+};
+
+struct Pod {
+  std::string ns, name, uid, node_name, phase;
+  StringMap labels;
+  StringMap annotations;
+  std::optional<TimePoint> created;
+  std::vector<OwnerRef> owners;
+  std::vector<Container> containers;
+  std::vector<std::string> host_paths;      // spec.volumes[].hostPath.path
+  std::vector<std::string> shared_volumes;  // volumes backed by a PVC, NFS, CSI or similar
+  std::vector<Condition> conditions;
+  std::vector<ContainerStatus> statuses;
+
+  const Condition* FindCondition(const std::string& type) const;
+  bool IsReady() const;
+};
+
+struct Node {
+  std::string name;
+  StringMap labels;
+  StringMap allocatable;
+  std::optional<TimePoint> created;
+  bool unschedulable = false;
+  std::vector<Condition> conditions;
+
+  const Condition* FindCondition(const std::string& type) const;
+};
+
+struct DaemonSet {
+  std::string ns, name, uid;
+  std::optional<TimePoint> created;
+  StringMap node_selector;     // spec.template.spec.nodeSelector
+  bool node_affinity = false;  // spec.template.spec.affinity.nodeAffinity is set
+  std::vector<std::string> images;
+  int64_t desired = 0;       // desiredNumberScheduled
+  int64_t current = 0;       // currentNumberScheduled
+  int64_t ready = 0;         // numberReady
+  int64_t available = 0;     // numberAvailable (omitempty)
+  int64_t unavailable = 0;   // numberUnavailable (omitempty)
+  int64_t misscheduled = 0;  // numberMisscheduled
+};
+
+struct Snapshot {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<DaemonSet> daemonsets;
+  std::vector<std::string> sources;
+  std::map<std::string, int> other_kinds;  // kinds seen and not used (Job, Service, ...)
+};
+
+}  // namespace tocsin::k8s

@@ -1,0 +1,154 @@
+// `tocsin audit --from <snapshot>` on the fixture clusters in testdata/clusters.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "run_binary.h"
+
+namespace tocsin {
+namespace {
+
+using nlohmann::json;
+using testing::RunBinary;
+using testing::RunResult;
+
+const std::string kClusters = std::string(TOCSIN_SOURCE_DIR) + "/testdata/clusters/";
+
+struct AuditRun {
+  int exit_code;
+  json report;
+};
+
+AuditRun Audit(std::vector<std::string> files, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"audit", "-o", "json", "--now", "2026-11-29T00:00:00Z"};
+  for (const auto& f : files) {
+    args.push_back("--from");
+    args.push_back(kClusters + f);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult r = RunBinary(TOCSIN_BINARY, args);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return {r.exit_code, j};
+}
+
+std::vector<json> Of(const json& report, const std::string& check) {
+  std::vector<json> out;
+  for (const auto& f : report["findings"]) {
+    if (f["check"] == check) out.push_back(f);
+  }
+  return out;
+}
+
+TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
+  for (const char* f : {"healthy.json", "healthy.yaml"}) {
+    AuditRun r = Audit({f}, {"--fail-on", "info"});
+    EXPECT_EQ(r.exit_code, 0) << f << r.report["findings"].dump(2);
+    EXPECT_TRUE(r.report["findings"].empty()) << f;
+    EXPECT_EQ(r.report["inventory"]["nodes"], 4) << f;
+    EXPECT_EQ(r.report["inventory"]["fabric_nodes"], 3) << f;
+    EXPECT_EQ(r.report["inventory"]["device_plugins"][0]["daemonset"],
+              "kube-system/rdma-shared-dp-ds");
+  }
+}
+
+TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
+  AuditRun r = Audit({"plugin-crashloop.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  auto ds = Of(r.report, "daemonset.not-ready");
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0]["severity"], "critical");
+  EXPECT_EQ(ds[0]["subject"], "kube-system/rdma-shared-dp-ds");
+  // Onset from the pods' Ready condition, not from the restart counters or the last exit.
+  EXPECT_EQ(ds[0]["since"], "2026-03-03T00:00:02Z");
+  EXPECT_TRUE(ds[0]["evidence"]["never_ready"].get<bool>());
+  EXPECT_EQ(ds[0]["evidence"]["age_days"], 270);
+  EXPECT_EQ(ds[0]["evidence"]["available"], 0);  // omitted from the JSON: defaults to 0
+  std::string msg = ds[0]["message"];
+  EXPECT_NE(msg.find("never became ready"), std::string::npos);
+  EXPECT_NE(msg.find("CrashLoopBackOff"), std::string::npos);
+  EXPECT_NE(msg.find("k8s-rdma-shared-dev-plugin:v1.5.1"), std::string::npos);
+  // The plugin's own pods are told once, by the DaemonSet finding.
+  EXPECT_TRUE(Of(r.report, "pod.crashloop").empty());
+  EXPECT_EQ(Of(r.report, "daemonset.coverage").size(), 3u);
+  EXPECT_EQ(Of(r.report, "node.rdma.unadvertised").size(), 3u);
+  EXPECT_EQ(r.report["findings"][0]["check"], "daemonset.not-ready");  // worst first
+}
+
+TEST(AuditCliTest, NodeExcludedByThePluginsSelector) {
+  AuditRun r = Audit({"selector-excluded.json"});
+  auto cov = Of(r.report, "daemonset.coverage");
+  ASSERT_EQ(cov.size(), 1u);
+  EXPECT_EQ(cov[0]["subject"], "gpu-node-04");
+  EXPECT_NE(cov[0]["message"].get<std::string>().find("network.nvidia.com/rdma=true"),
+            std::string::npos);
+  EXPECT_EQ(cov[0]["since"], "2026-10-30T00:00:00Z");  // since the node joined
+  auto unadvertised = Of(r.report, "node.rdma.unadvertised");
+  ASSERT_EQ(unadvertised.size(), 1u);
+  EXPECT_EQ(unadvertised[0]["subject"], "gpu-node-04");
+}
+
+TEST(AuditCliTest, ZeroRdmaNotReadyNodeAndCrashLoopingPod) {
+  AuditRun r = Audit({"zero-rdma.json"});
+  auto zero = Of(r.report, "node.rdma.unadvertised");
+  ASSERT_EQ(zero.size(), 1u);
+  EXPECT_EQ(zero[0]["subject"], "gpu-node-02");
+  EXPECT_EQ(zero[0]["evidence"]["rdma_resources"]["rdma/hca_shared_devices_a"], "0");
+  auto nr = Of(r.report, "node.not-ready");
+  ASSERT_EQ(nr.size(), 1u);
+  EXPECT_EQ(nr[0]["since"], "2026-11-26T00:00:00Z");
+  auto crash = Of(r.report, "pod.crashloop");
+  ASSERT_EQ(crash.size(), 1u);
+  EXPECT_EQ(crash[0]["subject"], "monitoring/exporter-b");
+  EXPECT_EQ(crash[0]["since"], "2026-11-17T00:00:00Z");
+  EXPECT_NE(crash[0]["message"].get<std::string>().find("12 days"), std::string::npos);
+}
+
+TEST(AuditCliTest, OptionsSelectFabricNodesPluginsAndResources) {
+  // No plugin DaemonSet in a NodeList alone.
+  AuditRun nodes = Audit({"nodes-only.json"});
+  auto cluster = Of(nodes.report, "daemonset.coverage");
+  ASSERT_EQ(cluster.size(), 1u);
+  EXPECT_EQ(cluster[0]["subject"], "cluster");
+  // Several files make one snapshot.
+  AuditRun both = Audit({"nodes-only.json", "healthy.json"});
+  EXPECT_EQ(both.report["inventory"]["nodes"], 7);
+  // --fabric-nodes: only nodes with that label are fabric nodes.
+  AuditRun sel =
+      Audit({"selector-excluded.json"}, {"--fabric-nodes", "network.nvidia.com/rdma=true"});
+  EXPECT_TRUE(sel.report["findings"].empty()) << sel.report["findings"].dump(2);
+  // --device-plugin names a DaemonSet that is not there: the real one no longer counts.
+  AuditRun named = Audit({"healthy.json"}, {"--device-plugin", "nvidia-network-operator/rdma"});
+  EXPECT_EQ(Of(named.report, "daemonset.coverage")[0]["subject"], "cluster");
+  // --rdma-resource adds a name; rdma/* is already known.
+  AuditRun res = Audit({"zero-rdma.json"}, {"--rdma-resource", "example.com/fabric"});
+  EXPECT_EQ(Of(res.report, "node.rdma.unadvertised").size(), 1u);
+}
+
+TEST(AuditCliTest, SummaryAndTable) {
+  RunResult r = RunBinary(TOCSIN_BINARY, {"audit", "--from", kClusters + "plugin-crashloop.json",
+                                          "--now", "2026-11-29T00:00:00Z", "--summary"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("SUMMARY"), std::string::npos);
+  EXPECT_NE(r.out.find("FABRIC NODES"), std::string::npos);
+}
+
+TEST(AuditCliTest, BadInputIsAUsageErrorNamingTheProblem) {
+  RunResult none = RunBinary(TOCSIN_BINARY, {"audit"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("--from"), std::string::npos);
+  RunResult missing = RunBinary(TOCSIN_BINARY, {"audit", "--from", "/no/such.json"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("/no/such.json"), std::string::npos);
+  RunResult now = RunBinary(TOCSIN_BINARY,
+                            {"audit", "--from", kClusters + "healthy.json", "--now", "yesterday"});
+  EXPECT_EQ(now.exit_code, 2);
+  RunResult dp = RunBinary(
+      TOCSIN_BINARY, {"audit", "--from", kClusters + "healthy.json", "--device-plugin", "noslash"});
+  EXPECT_EQ(dp.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace tocsin
