@@ -33,9 +33,11 @@ def cond(type_, status, since, reason=None, message=None):
     return c
 
 
-def node(name, fabric=True, rdma="1000", ready=True, extra_labels=None, created_days=400):
+def node(name, fabric=True, rdma="1000", ready=True, extra_labels=None, created_days=400,
+         block="blk-a"):
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+              "cloud.google.com/gce-topology-block": block}
     if fabric:
         labels[NFD] = "true"
         labels["network.nvidia.com/rdma"] = "true"
@@ -133,6 +135,49 @@ def app_pod(name, node_name, crash_days=None):
             "status": {"phase": "Running", "conditions": conditions, "containerStatuses": [cs]}}
 
 
+def train_pod(job, index, node_name, rdma=True, ipc_lock=True, shared=True, env=None,
+              network="rdma-net", kind="kubeflow", created_days=2):
+    labels = {}
+    owners = []
+    if kind == "kubeflow":
+        labels = {"training.kubeflow.org/job-name": job,
+                  "training.kubeflow.org/replica-type": "master" if index == 0 else "worker",
+                  "training.kubeflow.org/replica-index": str(index)}
+        owners = [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job,
+                   "uid": "uid-job-" + job, "controller": True}]
+    else:
+        labels = {"batch.kubernetes.io/job-name": job, "job-name": job}
+        owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": "uid-job-" + job,
+                   "controller": True}]
+    resources = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
+    if rdma:
+        resources["limits"]["rdma/hca_shared_devices_a"] = "1"
+        resources["requests"]["rdma/hca_shared_devices_a"] = "1"
+    envs = [{"name": "WORLD_SIZE", "value": "2"}, {"name": "NCCL_DEBUG", "value": "INFO"},
+            {"name": "MASTER_ADDR", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    envs += [{"name": k, "value": v} for k, v in (env or {}).items()]
+    container = {"name": "pytorch", "image": "nvcr.io/nvidia/pytorch:25.01-py3", "env": envs,
+                 "resources": resources}
+    if ipc_lock:
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    if shared:
+        volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": "lustre-data"}})
+    annotations = {"k8s.v1.cni.cncf.io/networks": network} if network else {}
+    name = "%s-%s-%d" % (job, "master" if index == 0 else "worker", index)
+    created = ts(created_days)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "uid": "uid-pod-" + name,
+                         "labels": labels, "annotations": annotations, "ownerReferences": owners,
+                         "creationTimestamp": created},
+            "spec": {"nodeName": node_name, "containers": [container], "volumes": volumes},
+            "status": {"phase": "Running",
+                       "conditions": [cond("Ready", "True", ts(created_days, -60))],
+                       "containerStatuses": [{"name": "pytorch", "ready": True, "restartCount": 0,
+                                              "image": container["image"],
+                                              "state": {"running": {"startedAt": created}}}]}}
+
+
 def as_list(items):
     return {"apiVersion": "v1", "kind": "List", "items": items,
             "metadata": {"resourceVersion": ""}}
@@ -185,6 +230,7 @@ def main():
     healthy = [node(n) for n in gpu_nodes] + [node("cpu-node-01", fabric=False, rdma=None)]
     healthy += [daemonset(3, 3)] + [plugin_pod(n) for n in gpu_nodes]
     healthy += [app_pod("exporter-a", "cpu-node-01")]
+    healthy += [train_pod("llama-pt", 0, "gpu-node-01"), train_pod("llama-pt", 1, "gpu-node-02")]
     write("healthy.json", as_list(healthy))
     with open(os.path.join(OUT, "healthy.yaml"), "w") as f:
         f.write(to_yaml(as_list(healthy)) + "\n")
@@ -211,6 +257,19 @@ def main():
     zero += [daemonset(3, 3)] + [plugin_pod(n) for n in gpu_nodes]
     zero += [app_pod("exporter-b", "gpu-node-01", crash_days=12)]
     write("zero-rdma.json", as_list(zero))
+
+    # Multi-node jobs gone wrong: a PyTorchJob without RDMA, spread over two topology blocks and
+    # onto a CPU node; a Job that turns IB off and lacks IPC_LOCK and shared storage.
+    bad = [node("gpu-node-01"), node("gpu-node-02"), node("gpu-node-03", block="blk-b"),
+           node("cpu-node-01", fabric=False, rdma=None)]
+    bad += [daemonset(3, 3)] + [plugin_pod(n) for n in gpu_nodes]
+    bad += [train_pod("llama-ft", 0, "gpu-node-01", rdma=False),
+            train_pod("llama-ft", 1, "gpu-node-03", rdma=False),
+            train_pod("llama-ft", 2, "cpu-node-01", rdma=False)]
+    bad += [train_pod("nccl-bench", i, n, ipc_lock=False, shared=False, network=None, kind="job",
+                      env={"NCCL_IB_DISABLE": "1"}, created_days=1)
+            for i, n in enumerate(["gpu-node-01", "gpu-node-02"])]
+    write("jobs-bad.json", as_list(bad))
 
     # One *List per file, as `kubectl get nodes -o json` prints it.
     write("nodes-only.json", {"apiVersion": "v1", "kind": "NodeList",

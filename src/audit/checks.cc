@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "audit/jobs.h"
 #include "base/strings.h"
 
 namespace tocsin::audit {
@@ -349,6 +350,7 @@ std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options) 
   CheckCrashLoops(snapshot, options, reported, out);
   CheckNodes(snapshot, options, out);
   CheckFabricNodes(snapshot, options, out);
+  CheckJobs(snapshot, options, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
     if (a.since.has_value() != b.since.has_value()) return a.since.has_value();

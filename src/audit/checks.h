@@ -15,6 +15,8 @@ struct Options {
   std::vector<std::string> device_plugins;  // --device-plugin NS/NAME
   k8s::StringMap fabric_selector;           // --fabric-nodes k=v,k2=v2 ("k" alone: has label)
   std::vector<std::string> rdma_resources;  // --rdma-resource NAME
+  std::string fabric_network;  // --fabric-network NAME (Multus attachment of the fabric)
+  std::string topology_label;  // --topology-label (default: GKE, NVIDIA, AWS, zone labels)
 };
 
 // Fabric nodes: --fabric-nodes, else Node Feature Discovery's Mellanox PCI / RDMA labels.
@@ -26,7 +28,8 @@ bool IsDevicePlugin(const k8s::DaemonSet& ds, const Options& options);
 // --rdma-resource.
 bool IsRdmaResource(const std::string& name, const Options& options);
 
-// daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready.
+// daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready
+// and the job.* checks (jobs.h).
 // Sorted by severity, then onset (oldest first).
 std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options);
 

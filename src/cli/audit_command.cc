@@ -17,6 +17,8 @@ struct AuditFlags {
   std::string fabric_nodes;
   std::vector<std::string> rdma_resources;
   bool summary = false;
+  std::string fabric_network;
+  std::string topology_label;
 };
 
 int RunAudit(const AuditFlags& f) {
@@ -39,6 +41,8 @@ int RunAudit(const AuditFlags& f) {
   }
   options.device_plugins = f.device_plugins;
   options.rdma_resources = f.rdma_resources;
+  options.fabric_network = f.fabric_network;
+  options.topology_label = f.topology_label;
   if (!f.fabric_nodes.empty()) {
     auto sel = audit::ParseSelector(f.fabric_nodes);
     if (!sel.ok()) return UsageError(sel.status().message());
@@ -82,6 +86,12 @@ Command AddAuditCommand(CLI::App& parent) {
   cmd->add_option("--rdma-resource", flags->rdma_resources,
                   "Extended resource that grants the fabric (repeatable; rdma/*, "
                   "vpc.amazonaws.com/efa and nvidia.com/*rdma*|*hostdev* are known)");
+  cmd->add_option("--fabric-network", flags->fabric_network,
+                  "Multus network that carries the fabric: multi-node job pods must attach it");
+  cmd->add_option("--topology-label", flags->topology_label,
+                  "Node label whose values are topology blocks (default: "
+                  "cloud.google.com/gce-topology-block, network.topology.nvidia.com/block, "
+                  "topology.k8s.aws/network-node-layer-1, topology.kubernetes.io/zone)");
   cmd->add_flag("--summary", flags->summary, "Add one line per check (for large clusters)");
   return {cmd, [flags] { return RunAudit(*flags); }};
 }

@@ -127,6 +127,40 @@ TEST(AuditCliTest, OptionsSelectFabricNodesPluginsAndResources) {
   EXPECT_EQ(Of(res.report, "node.rdma.unadvertised").size(), 1u);
 }
 
+TEST(AuditCliTest, MultiNodeJobsThatMissTheFabric) {
+  AuditRun healthy = Audit({"healthy.json"}, {"--fabric-network", "rdma-net", "--fail-on", "info"});
+  EXPECT_TRUE(healthy.report["findings"].empty()) << healthy.report["findings"].dump(2);
+
+  AuditRun r = Audit({"jobs-bad.json"}, {"--fabric-network", "rdma-net"});
+  EXPECT_EQ(r.exit_code, 1);
+  auto none = Of(r.report, "job.rdma.not-requested");
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0]["subject"], "kubeflow/ml/llama-ft");
+  EXPECT_EQ(none[0]["since"], "2026-11-27T00:00:00Z");  // the job's first pod
+  auto spread = Of(r.report, "job.placement.spread");
+  ASSERT_EQ(spread.size(), 1u);
+  EXPECT_EQ(spread[0]["evidence"]["label"], "cloud.google.com/gce-topology-block");
+  EXPECT_EQ(spread[0]["evidence"]["nodes_per_block"]["blk-b"], 1);
+  auto off = Of(r.report, "job.placement.non-fabric");
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0]["evidence"]["nodes"], json::array({"cpu-node-01"}));
+
+  auto env = Of(r.report, "job.nccl.fallback-env");
+  ASSERT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0]["subject"], "job/ml/nccl-bench");
+  EXPECT_EQ(env[0]["evidence"]["env"], json::array({"NCCL_IB_DISABLE=1"}));
+  EXPECT_EQ(Of(r.report, "job.rdma.no-ipc-lock").size(), 1u);
+  EXPECT_EQ(Of(r.report, "job.rdma.no-network").size(), 1u);
+  EXPECT_EQ(Of(r.report, "job.storage.no-shared-volume").size(), 1u);
+
+  // Without --fabric-network there is no network expectation.
+  EXPECT_TRUE(Of(Audit({"jobs-bad.json"}).report, "job.rdma.no-network").empty());
+  // --topology-label picks the label: kubernetes.io/os is the same on every node.
+  EXPECT_TRUE(Of(Audit({"jobs-bad.json"}, {"--topology-label", "kubernetes.io/os"}).report,
+                 "job.placement.spread")
+                  .empty());
+}
+
 TEST(AuditCliTest, SummaryAndTable) {
   RunResult r = RunBinary(TOCSIN_BINARY, {"audit", "--from", kClusters + "plugin-crashloop.json",
                                           "--now", "2026-11-29T00:00:00Z", "--summary"});

@@ -1,0 +1,241 @@
+// Multi-node training jobs: grouping pods into jobs and the job.* checks.
+#include "audit/jobs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/strings.h"
+
+namespace tocsin::audit {
+namespace {
+
+using k8s::Pod;
+
+// Topology labels tried in order when --topology-label is not given (formats.md section 5).
+// AWS: layer-1 is the top of the network hierarchy, so pods under different layer-1 nodes are
+// certainly in different blocks.
+constexpr const char* kTopologyLabels[] = {
+    "cloud.google.com/gce-topology-block",
+    "network.topology.nvidia.com/block",
+    "topology.k8s.aws/network-node-layer-1",
+    "topology.kubernetes.io/zone",
+};
+
+const std::string* Label(const k8s::StringMap& labels, const char* key) {
+  auto it = labels.find(key);
+  return it == labels.end() ? nullptr : &it->second;
+}
+
+// "kind/namespace/name" of the job a pod belongs to; empty for pods outside a job.
+std::string JobKey(const Pod& p) {
+  if (auto* v = Label(p.labels, "training.kubeflow.org/job-name")) {
+    return "kubeflow/" + p.ns + "/" + *v;
+  }
+  if (auto* v = Label(p.labels, "jobset.sigs.k8s.io/jobset-name"))
+    return "jobset/" + p.ns + "/" + *v;
+  for (const auto& o : p.owners) {
+    if (o.kind == "Job") return "job/" + p.ns + "/" + o.name;
+  }
+  if (auto* v = Label(p.labels, "batch.kubernetes.io/job-name")) return "job/" + p.ns + "/" + *v;
+  if (auto* v = Label(p.labels, "job-name")) return "job/" + p.ns + "/" + *v;
+  return "";
+}
+
+bool Requests(const Pod& p, const Options& opt) {
+  for (const auto& c : p.containers) {
+    for (const auto* m : {&c.requests, &c.limits}) {
+      for (const auto& [name, qty] : *m) {
+        auto v = ParseInt64(qty);
+        if (IsRdmaResource(name, opt) && (!v || *v > 0)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool HasIpcLock(const Pod& p) {
+  for (const auto& c : p.containers) {
+    if (c.privileged) return true;
+    for (const auto& cap : c.capabilities_add) {
+      if (cap == "IPC_LOCK" || cap == "CAP_IPC_LOCK" || cap == "ALL") return true;
+    }
+  }
+  return false;
+}
+
+std::string EnvValue(const Pod& p, const std::string& name) {
+  for (const auto& c : p.containers) {
+    auto it = c.env.find(name);
+    if (it != c.env.end()) return it->second;
+  }
+  return "";
+}
+
+std::string Lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+struct Job {
+  std::string key;
+  std::vector<const Pod*> pods;
+  std::set<std::string> nodes;
+  int64_t world_size = 0;
+  std::optional<TimePoint> since;  // the earliest pod creation
+};
+
+std::string Subject(const Job& j) { return j.key; }
+
+}  // namespace
+
+void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Finding>& out) {
+  std::map<std::string, Job> jobs;
+  for (const auto& p : snap.pods) {
+    if (p.phase == "Succeeded" || p.phase == "Failed") continue;
+    std::string key = JobKey(p);
+    if (key.empty()) continue;
+    Job& j = jobs[key];
+    j.key = key;
+    j.pods.push_back(&p);
+    if (!p.node_name.empty()) j.nodes.insert(p.node_name);
+    if (auto ws = ParseInt64(EnvValue(p, "WORLD_SIZE"))) j.world_size = std::max(j.world_size, *ws);
+    if (p.created && (!j.since || *p.created < *j.since)) j.since = p.created;
+  }
+  std::map<std::string, const k8s::Node*> nodes;
+  bool any_fabric = false;
+  for (const auto& n : snap.nodes) {
+    nodes[n.name] = &n;
+    any_fabric |= IsFabricNode(n, opt);
+  }
+  for (const auto& [key, j] : jobs) {
+    if (j.nodes.size() < 2 && j.world_size <= 1) continue;  // single-node: no fabric needed
+    std::string shape =
+        fmt::format("{} pods on {} nodes{}", j.pods.size(), j.nodes.size(),
+                    j.world_size > 1 ? fmt::format(", WORLD_SIZE={}", j.world_size) : "");
+    bool rdma =
+        std::any_of(j.pods.begin(), j.pods.end(), [&](const Pod* p) { return Requests(*p, opt); });
+    if (!rdma) {
+      out.push_back({"job.rdma.not-requested",
+                     Severity::kError,
+                     Subject(j),
+                     shape + ": no pod requests an RDMA resource, so NCCL falls back to TCP "
+                             "sockets without an error (about half the throughput)",
+                     j.since,
+                     {{"pods", j.pods.size()}, {"nodes", j.nodes}}});
+    }
+    // NCCL settings in the pod spec that turn the fabric off.
+    std::set<std::string> bad_env;
+    for (const Pod* p : j.pods) {
+      if (EnvValue(*p, "NCCL_IB_DISABLE") == "1") bad_env.insert("NCCL_IB_DISABLE=1");
+      std::string net = EnvValue(*p, "NCCL_NET");
+      if (Lower(net) == "socket") bad_env.insert("NCCL_NET=" + net);
+    }
+    if (!bad_env.empty()) {
+      std::vector<std::string> list(bad_env.begin(), bad_env.end());
+      out.push_back(
+          {"job.nccl.fallback-env",
+           Severity::kError,
+           Subject(j),
+           shape + ": the pod spec sets " + Join(list, ", ") + ": NCCL will not use the fabric",
+           j.since,
+           {{"env", list}}});
+    }
+    if (!opt.fabric_network.empty()) {
+      std::vector<std::string> missing;
+      for (const Pod* p : j.pods) {
+        auto it = p->annotations.find("k8s.v1.cni.cncf.io/networks");
+        if (it == p->annotations.end() ||
+            it->second.find(opt.fabric_network) == std::string::npos) {
+          missing.push_back(p->name);
+        }
+      }
+      if (!missing.empty()) {
+        out.push_back({"job.rdma.no-network",
+                       Severity::kError,
+                       Subject(j),
+                       fmt::format("{} of {} pods do not attach the fabric network {} "
+                                   "(k8s.v1.cni.cncf.io/networks)",
+                                   missing.size(), j.pods.size(), opt.fabric_network),
+                       j.since,
+                       {{"pods_without_network", missing}}});
+      }
+    }
+    if (rdma) {
+      std::vector<std::string> no_lock;
+      for (const Pod* p : j.pods) {
+        if (!HasIpcLock(*p)) no_lock.push_back(p->name);
+      }
+      if (!no_lock.empty()) {
+        out.push_back({"job.rdma.no-ipc-lock",
+                       Severity::kWarning,
+                       Subject(j),
+                       fmt::format("{} of {} pods request RDMA without IPC_LOCK (or privileged): "
+                                   "RDMA memory registration needs locked memory",
+                                   no_lock.size(), j.pods.size()),
+                       j.since,
+                       {{"pods", no_lock}}});
+      }
+    }
+    // Placement: topology blocks and nodes without the fabric.
+    std::string label = opt.topology_label;
+    if (label.empty()) {
+      for (const char* candidate : kTopologyLabels) {
+        bool all = std::all_of(j.nodes.begin(), j.nodes.end(), [&](const std::string& n) {
+          return nodes.count(n) && nodes.at(n)->labels.count(candidate);
+        });
+        if (all && !j.nodes.empty()) {
+          label = candidate;
+          break;
+        }
+      }
+    }
+    if (!label.empty()) {
+      std::map<std::string, int> blocks;
+      for (const auto& n : j.nodes) {
+        if (nodes.count(n) && nodes.at(n)->labels.count(label))
+          blocks[nodes.at(n)->labels.at(label)]++;
+      }
+      if (blocks.size() > 1) {
+        out.push_back({"job.placement.spread",
+                       Severity::kWarning,
+                       Subject(j),
+                       fmt::format("{} spans {} topology blocks ({}): collectives cross the "
+                                   "spine",
+                                   shape, blocks.size(), label),
+                       j.since,
+                       {{"label", label}, {"nodes_per_block", blocks}}});
+      }
+    }
+    if (any_fabric) {
+      std::vector<std::string> off;
+      for (const auto& n : j.nodes) {
+        if (nodes.count(n) && !IsFabricNode(*nodes.at(n), opt)) off.push_back(n);
+      }
+      if (!off.empty()) {
+        out.push_back(
+            {"job.placement.non-fabric",
+             Severity::kError,
+             Subject(j),
+             fmt::format("{} of its nodes have no RDMA fabric: {}", off.size(), Join(off, ", ")),
+             j.since,
+             {{"nodes", off}}});
+      }
+    }
+    bool shared = std::any_of(j.pods.begin(), j.pods.end(),
+                              [](const Pod* p) { return !p->shared_volumes.empty(); });
+    if (!shared) {
+      out.push_back({"job.storage.no-shared-volume",
+                     Severity::kWarning,
+                     Subject(j),
+                     shape + ": no pod mounts a shared volume (PVC, NFS, CSI): checkpoints and "
+                             "data stay on node-local disks",
+                     j.since,
+                     {}});
+    }
+  }
+}
+
+}  // namespace tocsin::audit
