@@ -37,8 +37,8 @@ measure() {  # prints "median_seconds max_rss_kb"
   for _ in $(seq "$RUNS"); do
     # Not /dev/null: GNU grep treats that like -q and stops at the first match.
     /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" >"$DIR/out"
-    t+="$(cut -d' ' -f1 "$DIR/time")"$'\n'
-    rss_all+="$(cut -d' ' -f2 "$DIR/time")"$'\n'
+    t+="$(tail -1 "$DIR/time" | cut -d' ' -f1)"$'\n'
+    rss_all+="$(tail -1 "$DIR/time" | cut -d' ' -f2)"$'\n'
   done
   echo "$(printf '%s' "$t" | median) $(printf '%s' "$rss_all" | sort -n | tail -1)"
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "audit/jobs.h"
@@ -238,6 +239,13 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
                    std::nullopt,
                    {{"fabric_nodes", fabric.size()}}});
   }
+  // Device-plugin pods by node, built once (a node-by-pod scan would be quadratic).
+  std::map<std::string, std::vector<std::pair<const DaemonSet*, const Pod*>>> plugin_pods;
+  for (const auto& p : snap.pods) {
+    for (const DaemonSet* ds : plugins) {
+      if (Owns(*ds, p)) plugin_pods[p.node_name].push_back({ds, &p});
+    }
+  }
   for (const Node* n : fabric) {
     // Coverage: a Ready device-plugin pod on the node.
     if (!plugins.empty()) {
@@ -254,8 +262,11 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
           continue;
         }
         const Pod* pod = nullptr;
-        for (const auto& p : snap.pods) {
-          if (p.node_name == n->name && Owns(*ds, p)) pod = &p;
+        auto on_node = plugin_pods.find(n->name);
+        if (on_node != plugin_pods.end()) {
+          for (const auto& [owner, p] : on_node->second) {
+            if (owner == ds) pod = p;
+          }
         }
         if (pod && pod->IsReady()) {
           covered = true;

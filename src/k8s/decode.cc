@@ -76,14 +76,19 @@ Err Time(od::value v, std::optional<TimePoint>& out) {
   return {};
 }
 
-// A JSON object of strings (labels, annotations, nodeSelector) or of quantities (allocatable).
-Err Map(od::value v, StringMap& out) {
+bool KeepAll(std::string_view) { return true; }
+
+// A JSON object of strings (labels, annotations, nodeSelector) or of quantities (allocatable);
+// only keys that `keep` accepts are stored.
+template <typename Keep = bool (*)(std::string_view)>
+Err Map(od::value v, StringMap& out, Keep keep = KeepAll) {
   if (IsNull(v)) return {};
   od::object obj;
   TRY_SJ(v.get_object().get(obj), "");
   for (auto field : obj) {
     std::string_view key;
     TRY_SJ(field.unescaped_key().get(key), "");
+    if (!keep(key)) continue;
     od::value value;
     TRY_SJ(field.value().get(value), std::string(key));
     od::json_type t;
@@ -139,6 +144,14 @@ Err Fields(od::value v, Fn fn) {
   return {};
 }
 
+bool JobLabel(std::string_view k) {
+  return k.rfind("training.kubeflow.org/", 0) == 0 || k.rfind("jobset.sigs.k8s.io/", 0) == 0 ||
+         k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name";
+}
+bool NetworkAnnotation(std::string_view k) { return k == "k8s.v1.cni.cncf.io/networks"; }
+bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
+bool InterestingEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
+
 Err DecodeCondition(od::value v, std::vector<Condition>& out) {
   Condition c;
   Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
@@ -154,6 +167,7 @@ Err DecodeCondition(od::value v, std::vector<Condition>& out) {
 }
 
 struct Metadata {
+  bool all_labels = true;  // false for pods: job-grouping labels only
   std::string ns, name, uid;
   StringMap labels, annotations;
   std::optional<TimePoint> created;
@@ -165,8 +179,8 @@ Err DecodeMetadata(od::value v, Metadata& m) {
     if (k == "name") return String(f, m.name);
     if (k == "namespace") return String(f, m.ns);
     if (k == "uid") return String(f, m.uid);
-    if (k == "labels") return Map(f, m.labels);
-    if (k == "annotations") return Map(f, m.annotations);
+    if (k == "labels") return m.all_labels ? Map(f, m.labels) : Map(f, m.labels, JobLabel);
+    if (k == "annotations") return Map(f, m.annotations, NetworkAnnotation);
     if (k == "creationTimestamp") return Time(f, m.created);
     if (k == "ownerReferences") {
       return Each(f, [&](od::value o) -> Err {
@@ -192,8 +206,8 @@ Err DecodeContainer(od::value v, std::vector<Container>& out) {
     if (k == "image") return String(f, c.image);
     if (k == "resources") {
       return Fields(f, [&](std::string_view rk, od::value rv) -> Err {
-        if (rk == "requests") return Map(rv, c.requests);
-        if (rk == "limits") return Map(rv, c.limits);
+        if (rk == "requests") return Map(rv, c.requests, ExtendedResource);
+        if (rk == "limits") return Map(rv, c.limits, ExtendedResource);
         return {};
       });
     }
@@ -205,7 +219,7 @@ Err DecodeContainer(od::value v, std::vector<Container>& out) {
           if (ek == "value") return String(evv, value);
           return {};
         });
-        if (!ee && !name.empty()) c.env[name] = value;
+        if (!ee && InterestingEnv(name)) c.env[name] = value;
         return ee;
       });
     }
@@ -373,6 +387,7 @@ error_code ReadKind(od::object& obj, std::string& kind);
 Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
   TRY_SJ(ReadKind(obj, kind), "kind");
   Metadata meta;
+  meta.all_labels = kind != "Pod";
   Pod pod;
   Node node;
   DaemonSet ds;
@@ -436,9 +451,112 @@ Status ToStatus(const Err& e, const std::string& where) {
 
 }  // namespace
 
-Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out) {
+namespace {
+
+// Where a List's items are, found without parsing them: the List's own "kind" and the byte range
+// of every element of its top-level "items" array. Parsing each item on its own keeps simdjson's
+// structural index to one item instead of the whole document (4 bytes per structural
+// character), which is what bounds memory on a 100,000-pod snapshot.
+struct ListLayout {
+  bool has_items = false;
+  std::string kind;
+  std::vector<std::pair<size_t, size_t>> items;  // [begin, end) offsets of each element
+};
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+Status ScanList(std::string_view s, ListLayout& out) {
+  int depth = 0;
+  bool in_items = false;
+  size_t item_start = 0;
+  std::string last_key;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"') {
+      size_t start = ++i;
+      while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+      if (i >= s.size()) return Status::ParseError("unterminated string (truncated document?)");
+      if (depth == 1) {
+        std::string_view str = s.substr(start, i - start);
+        size_t j = i + 1;
+        while (j < s.size() && IsJsonSpace(s[j])) ++j;
+        if (j < s.size() && s[j] == ':') {
+          last_key.assign(str);
+        } else if (last_key == "kind") {
+          out.kind.assign(str);
+        }
+      } else if (in_items && depth == 2) {
+        return Status::ParseError("items[" + std::to_string(out.items.size()) + "]: not an object");
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (depth == 1 && c == '[' && last_key == "items") {
+        in_items = true;
+        out.has_items = true;
+      } else if (in_items && depth == 2) {
+        if (c != '{') {
+          return Status::ParseError("items[" + std::to_string(out.items.size()) +
+                                    "]: not an object");
+        }
+        item_start = i;
+      }
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth < 0) return Status::ParseError("unbalanced '" + std::string(1, c) + "'");
+      if (in_items && depth == 2 && c == '}') out.items.push_back({item_start, i + 1});
+      if (in_items && depth == 1 && c == ']') in_items = false;
+    } else if (in_items && depth == 2 && !IsJsonSpace(c) && c != ',') {
+      return Status::ParseError("items[" + std::to_string(out.items.size()) + "]: not an object");
+    }
+  }
+  if (depth != 0) return Status::ParseError("unbalanced braces (truncated document?)");
+  return Status::Ok();
+}
+
+Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layout,
+                  const std::string& source, Snapshot& out) {
+  std::string item_kind = layout.kind == "List" || layout.kind.size() <= 4
+                              ? ""
+                              : layout.kind.substr(0, layout.kind.size() - 4);
   od::parser parser;
-  simdjson::padded_string padded(json);
+  size_t capacity = padded.size() + simdjson::SIMDJSON_PADDING;
+  for (size_t index = 0; index < layout.items.size(); ++index) {
+    auto [begin, end] = layout.items[index];
+    std::string where = source + ": items[" + std::to_string(index) + "]";
+    od::document doc;
+    if (auto e = parser.iterate(padded.data() + begin, end - begin, capacity - begin).get(doc)) {
+      return Status::ParseError(where + ": " + simdjson::error_message(e));
+    }
+    od::object obj;
+    if (auto e = doc.get_object().get(obj)) {
+      return Status::ParseError(where + ": " + simdjson::error_message(e));
+    }
+    Err err = DecodeObject(obj, item_kind, out);
+    if (err) return ToStatus(err, where);
+  }
+  return Status::Ok();
+}
+
+Status DecodePadded(const simdjson::padded_string& padded, const std::string& source,
+                    Snapshot& out) {
+  std::string_view text(padded.data(), padded.size());
+  if (!Trim(text).empty() && Trim(text)[0] == '{') {
+    ListLayout layout;
+    Status st = ScanList(text, layout);
+    if (!st.ok()) return st.WithPrefix(source);
+    bool is_list = layout.kind == "List" ||
+                   (layout.kind.size() > 4 && layout.kind.substr(layout.kind.size() - 4) == "List");
+    if (is_list && !layout.has_items) {
+      return Status::ParseError(source + ": " + layout.kind + " without an items array");
+    }
+    if (is_list) {
+      out.sources.push_back(source);
+      return DecodeList(padded, layout, source, out);
+    }
+  }
+  // A single object (or not an object at all): parse it whole.
+  od::parser parser;
   od::document doc;
   if (auto e = parser.iterate(padded).get(doc)) {
     return Status::ParseError(source + ": " + simdjson::error_message(e));
@@ -480,6 +598,12 @@ Status DecodeJson(std::string_view json, const std::string& source, Snapshot& ou
   return Status::Ok();
 }
 
+}  // namespace
+
+Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out) {
+  return DecodePadded(simdjson::padded_string(json), source, out);
+}
+
 Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out) {
   // YAML -> JSON through yaml-cpp and nlohmann (kubectl's YAML is plain block YAML).
   std::function<nlohmann::json(const YAML::Node&)> convert = [&](const YAML::Node& n) {
@@ -509,22 +633,21 @@ Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& ou
 }
 
 Status LoadFile(const std::string& path, Snapshot& out) {
-  std::string text;
+  simdjson::padded_string text;
   if (path == "-") {
     std::stringstream s;
     s << std::cin.rdbuf();
-    text = s.str();
+    text = simdjson::padded_string(s.str());
   } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::NotFound(path + ": cannot open");
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
+    // Straight into simdjson's padded buffer: the document is in memory once.
+    if (auto e = simdjson::padded_string::load(path).get(text)) {
+      return Status::NotFound(path + ": cannot read (" + simdjson::error_message(e) + ")");
+    }
   }
-  std::string_view t = Trim(text);
+  std::string_view t = Trim(std::string_view(text.data(), text.size()));
   if (t.empty()) return Status::ParseError(path + ": empty input");
-  if (t[0] == '{' || t[0] == '[') return DecodeJson(text, path, out);
-  return DecodeYaml(text, path, out);
+  if (t[0] == '{' || t[0] == '[') return DecodePadded(text, path, out);
+  return DecodeYaml(t, path, out);
 }
 
 }  // namespace tocsin::k8s

@@ -29,12 +29,14 @@ struct OwnerRef {
   std::string uid;
 };
 
+// Decoding keeps what the checks read, so that a 100,000-pod snapshot fits in memory beside its
+// text: extended resources only (names with a '/'), NCCL_* and WORLD_SIZE variables only.
 struct Container {
   std::string name;
   std::string image;
-  StringMap requests;
+  StringMap requests;  // extended resources (rdma/..., nvidia.com/gpu, ...)
   StringMap limits;
-  StringMap env;  // literal values (valueFrom entries are kept with an empty value)
+  StringMap env;  // NCCL_* and WORLD_SIZE; valueFrom entries are kept with an empty value
   std::vector<std::string> capabilities_add;
   bool privileged = false;
 };
@@ -53,8 +55,8 @@ struct ContainerStatus {
 
 struct Pod {
   std::string ns, name, uid, node_name, phase;
-  StringMap labels;
-  StringMap annotations;
+  StringMap labels;       // job-grouping labels only (training.kubeflow.org/, jobset..., job-name)
+  StringMap annotations;  // k8s.v1.cni.cncf.io/networks only
   std::optional<TimePoint> created;
   std::vector<OwnerRef> owners;
   std::vector<Container> containers;
