@@ -10,6 +10,7 @@ namespace tocsin {
 namespace {
 
 using nlohmann::json;
+using testing::FindingsOf;
 using testing::RunBinary;
 using testing::RunResult;
 
@@ -34,14 +35,6 @@ AuditRun Audit(std::vector<std::string> files, std::vector<std::string> extra = 
   return {r.exit_code, j};
 }
 
-std::vector<json> Of(const json& report, const std::string& check) {
-  std::vector<json> out;
-  for (const auto& f : report["findings"]) {
-    if (f["check"] == check) out.push_back(f);
-  }
-  return out;
-}
-
 TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
   for (const char* f : {"healthy.json", "healthy.yaml"}) {
     AuditRun r = Audit({f}, {"--fail-on", "info"});
@@ -57,7 +50,7 @@ TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
 TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
   AuditRun r = Audit({"plugin-crashloop.json"});
   EXPECT_EQ(r.exit_code, 1);
-  auto ds = Of(r.report, "daemonset.not-ready");
+  auto ds = FindingsOf(r.report, "daemonset.not-ready");
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0]["severity"], "critical");
   EXPECT_EQ(ds[0]["subject"], "kube-system/rdma-shared-dp-ds");
@@ -71,35 +64,35 @@ TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
   EXPECT_NE(msg.find("CrashLoopBackOff"), std::string::npos);
   EXPECT_NE(msg.find("k8s-rdma-shared-dev-plugin:v1.5.1"), std::string::npos);
   // The plugin's own pods are told once, by the DaemonSet finding.
-  EXPECT_TRUE(Of(r.report, "pod.crashloop").empty());
-  EXPECT_EQ(Of(r.report, "daemonset.coverage").size(), 3u);
-  EXPECT_EQ(Of(r.report, "node.rdma.unadvertised").size(), 3u);
+  EXPECT_TRUE(FindingsOf(r.report, "pod.crashloop").empty());
+  EXPECT_EQ(FindingsOf(r.report, "daemonset.coverage").size(), 3u);
+  EXPECT_EQ(FindingsOf(r.report, "node.rdma.unadvertised").size(), 3u);
   EXPECT_EQ(r.report["findings"][0]["check"], "daemonset.not-ready");  // worst first
 }
 
 TEST(AuditCliTest, NodeExcludedByThePluginsSelector) {
   AuditRun r = Audit({"selector-excluded.json"});
-  auto cov = Of(r.report, "daemonset.coverage");
+  auto cov = FindingsOf(r.report, "daemonset.coverage");
   ASSERT_EQ(cov.size(), 1u);
   EXPECT_EQ(cov[0]["subject"], "gpu-node-04");
   EXPECT_NE(cov[0]["message"].get<std::string>().find("network.nvidia.com/rdma=true"),
             std::string::npos);
   EXPECT_EQ(cov[0]["since"], "2026-10-30T00:00:00Z");  // since the node joined
-  auto unadvertised = Of(r.report, "node.rdma.unadvertised");
+  auto unadvertised = FindingsOf(r.report, "node.rdma.unadvertised");
   ASSERT_EQ(unadvertised.size(), 1u);
   EXPECT_EQ(unadvertised[0]["subject"], "gpu-node-04");
 }
 
 TEST(AuditCliTest, ZeroRdmaNotReadyNodeAndCrashLoopingPod) {
   AuditRun r = Audit({"zero-rdma.json"});
-  auto zero = Of(r.report, "node.rdma.unadvertised");
+  auto zero = FindingsOf(r.report, "node.rdma.unadvertised");
   ASSERT_EQ(zero.size(), 1u);
   EXPECT_EQ(zero[0]["subject"], "gpu-node-02");
   EXPECT_EQ(zero[0]["evidence"]["rdma_resources"]["rdma/hca_shared_devices_a"], "0");
-  auto nr = Of(r.report, "node.not-ready");
+  auto nr = FindingsOf(r.report, "node.not-ready");
   ASSERT_EQ(nr.size(), 1u);
   EXPECT_EQ(nr[0]["since"], "2026-11-26T00:00:00Z");
-  auto crash = Of(r.report, "pod.crashloop");
+  auto crash = FindingsOf(r.report, "pod.crashloop");
   ASSERT_EQ(crash.size(), 1u);
   EXPECT_EQ(crash[0]["subject"], "monitoring/exporter-b");
   EXPECT_EQ(crash[0]["since"], "2026-11-17T00:00:00Z");
@@ -109,7 +102,7 @@ TEST(AuditCliTest, ZeroRdmaNotReadyNodeAndCrashLoopingPod) {
 TEST(AuditCliTest, OptionsSelectFabricNodesPluginsAndResources) {
   // No plugin DaemonSet in a NodeList alone.
   AuditRun nodes = Audit({"nodes-only.json"});
-  auto cluster = Of(nodes.report, "daemonset.coverage");
+  auto cluster = FindingsOf(nodes.report, "daemonset.coverage");
   ASSERT_EQ(cluster.size(), 1u);
   EXPECT_EQ(cluster[0]["subject"], "cluster");
   // Several files make one snapshot.
@@ -121,10 +114,10 @@ TEST(AuditCliTest, OptionsSelectFabricNodesPluginsAndResources) {
   EXPECT_TRUE(sel.report["findings"].empty()) << sel.report["findings"].dump(2);
   // --device-plugin names a DaemonSet that is not there: the real one no longer counts.
   AuditRun named = Audit({"healthy.json"}, {"--device-plugin", "nvidia-network-operator/rdma"});
-  EXPECT_EQ(Of(named.report, "daemonset.coverage")[0]["subject"], "cluster");
+  EXPECT_EQ(FindingsOf(named.report, "daemonset.coverage")[0]["subject"], "cluster");
   // --rdma-resource adds a name; rdma/* is already known.
   AuditRun res = Audit({"zero-rdma.json"}, {"--rdma-resource", "example.com/fabric"});
-  EXPECT_EQ(Of(res.report, "node.rdma.unadvertised").size(), 1u);
+  EXPECT_EQ(FindingsOf(res.report, "node.rdma.unadvertised").size(), 1u);
 }
 
 TEST(AuditCliTest, MultiNodeJobsThatMissTheFabric) {
@@ -133,31 +126,31 @@ TEST(AuditCliTest, MultiNodeJobsThatMissTheFabric) {
 
   AuditRun r = Audit({"jobs-bad.json"}, {"--fabric-network", "rdma-net"});
   EXPECT_EQ(r.exit_code, 1);
-  auto none = Of(r.report, "job.rdma.not-requested");
+  auto none = FindingsOf(r.report, "job.rdma.not-requested");
   ASSERT_EQ(none.size(), 1u);
   EXPECT_EQ(none[0]["subject"], "kubeflow/ml/llama-ft");
   EXPECT_EQ(none[0]["since"], "2026-11-27T00:00:00Z");  // the job's first pod
-  auto spread = Of(r.report, "job.placement.spread");
+  auto spread = FindingsOf(r.report, "job.placement.spread");
   ASSERT_EQ(spread.size(), 1u);
   EXPECT_EQ(spread[0]["evidence"]["label"], "cloud.google.com/gce-topology-block");
   EXPECT_EQ(spread[0]["evidence"]["nodes_per_block"]["blk-b"], 1);
-  auto off = Of(r.report, "job.placement.non-fabric");
+  auto off = FindingsOf(r.report, "job.placement.non-fabric");
   ASSERT_EQ(off.size(), 1u);
   EXPECT_EQ(off[0]["evidence"]["nodes"], json::array({"cpu-node-01"}));
 
-  auto env = Of(r.report, "job.nccl.fallback-env");
+  auto env = FindingsOf(r.report, "job.nccl.fallback-env");
   ASSERT_EQ(env.size(), 1u);
   EXPECT_EQ(env[0]["subject"], "job/ml/nccl-bench");
   EXPECT_EQ(env[0]["evidence"]["env"], json::array({"NCCL_IB_DISABLE=1"}));
-  EXPECT_EQ(Of(r.report, "job.rdma.no-ipc-lock").size(), 1u);
-  EXPECT_EQ(Of(r.report, "job.rdma.no-network").size(), 1u);
-  EXPECT_EQ(Of(r.report, "job.storage.no-shared-volume").size(), 1u);
+  EXPECT_EQ(FindingsOf(r.report, "job.rdma.no-ipc-lock").size(), 1u);
+  EXPECT_EQ(FindingsOf(r.report, "job.rdma.no-network").size(), 1u);
+  EXPECT_EQ(FindingsOf(r.report, "job.storage.no-shared-volume").size(), 1u);
 
   // Without --fabric-network there is no network expectation.
-  EXPECT_TRUE(Of(Audit({"jobs-bad.json"}).report, "job.rdma.no-network").empty());
+  EXPECT_TRUE(FindingsOf(Audit({"jobs-bad.json"}).report, "job.rdma.no-network").empty());
   // --topology-label picks the label: kubernetes.io/os is the same on every node.
-  EXPECT_TRUE(Of(Audit({"jobs-bad.json"}, {"--topology-label", "kubernetes.io/os"}).report,
-                 "job.placement.spread")
+  EXPECT_TRUE(FindingsOf(Audit({"jobs-bad.json"}, {"--topology-label", "kubernetes.io/os"}).report,
+                         "job.placement.spread")
                   .empty());
 }
 

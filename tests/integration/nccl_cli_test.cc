@@ -19,6 +19,7 @@ namespace tocsin {
 namespace {
 
 using nlohmann::json;
+using testing::FindingsOf;
 using testing::RunBinary;
 using testing::RunResult;
 
@@ -38,14 +39,6 @@ NcclRun Nccl(std::vector<std::string> files, std::vector<std::string> extra = {}
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out;
   return {r.exit_code, j};
-}
-
-std::vector<json> Of(const json& report, const std::string& check) {
-  std::vector<json> out;
-  for (const auto& f : report["findings"]) {
-    if (f["check"] == check) out.push_back(f);
-  }
-  return out;
 }
 
 TEST(NcclCliTest, HealthyJobsAcrossVersionsAndFabricsAreClean) {
@@ -87,13 +80,13 @@ TEST(NcclCliTest, WhichTransportEachRankUsed) {
 TEST(NcclCliTest, OneHostFellBackToSockets) {
   NcclRun r = Nccl({"mixed-2.30-kubectl.log"});
   EXPECT_EQ(r.exit_code, 1);
-  auto sock = Of(r.report, "nccl.transport.socket");
+  auto sock = FindingsOf(r.report, "nccl.transport.socket");
   ASSERT_EQ(sock.size(), 2u);
   std::set<std::string> subjects = {sock[0]["subject"], sock[1]["subject"]};
   EXPECT_EQ(subjects, (std::set<std::string>{"train-worker-1/2", "train-worker-1/3"}));
   EXPECT_TRUE(sock[0]["evidence"]["ib_no_device"].get<bool>());
   EXPECT_NE(sock[0]["message"].get<std::string>().find("No device found"), std::string::npos);
-  auto mixed = Of(r.report, "nccl.transport.mixed");
+  auto mixed = FindingsOf(r.report, "nccl.transport.mixed");
   ASSERT_EQ(mixed.size(), 1u);
   EXPECT_EQ(mixed[0]["subject"], "comm 0xadcb40d61cc1bc4b");
 }
@@ -102,35 +95,37 @@ TEST(NcclCliTest, AllSocketIsFineUnlessRdmaIsExpected) {
   EXPECT_EQ(Nccl({"socket-2.12.log"}).exit_code, 0);
   NcclRun r = Nccl({"socket-2.12.log"}, {"--expect", "rdma"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(Of(r.report, "nccl.transport.socket").size(), 4u);
-  EXPECT_TRUE(Of(r.report, "nccl.transport.mixed").empty());
+  EXPECT_EQ(FindingsOf(r.report, "nccl.transport.socket").size(), 4u);
+  EXPECT_TRUE(FindingsOf(r.report, "nccl.transport.mixed").empty());
 }
 
 TEST(NcclCliTest, RiskySettingsAndGdr) {
   NcclRun r = Nccl({"ib-disable-2.27.log"}, {"--expect", "rdma"});
-  auto risky = Of(r.report, "nccl.env.risky");
+  auto risky = FindingsOf(r.report, "nccl.env.risky");
   ASSERT_EQ(risky.size(), 4u);
   EXPECT_EQ(risky[0]["evidence"]["name"], "NCCL_IB_DISABLE");
-  auto sock = Of(r.report, "nccl.transport.socket");
+  auto sock = FindingsOf(r.report, "nccl.transport.socket");
   ASSERT_EQ(sock.size(), 4u);
   EXPECT_NE(sock[0]["message"].get<std::string>().find("NCCL_IB_DISABLE=1"), std::string::npos);
   EXPECT_EQ(r.report["inventory"]["processes"][0]["plugin_failures"], json::array({"IB"}));
 
-  EXPECT_TRUE(Of(Nccl({"ib-nogdr-2.21.log"}).report, "nccl.gdr.absent").empty());
-  EXPECT_EQ(Of(Nccl({"ib-nogdr-2.21.log"}, {"--expect-gdr"}).report, "nccl.gdr.absent").size(), 4u);
+  EXPECT_TRUE(FindingsOf(Nccl({"ib-nogdr-2.21.log"}).report, "nccl.gdr.absent").empty());
+  EXPECT_EQ(
+      FindingsOf(Nccl({"ib-nogdr-2.21.log"}, {"--expect-gdr"}).report, "nccl.gdr.absent").size(),
+      4u);
 }
 
 TEST(NcclCliTest, InitFailureAndNoDebug) {
   NcclRun failed = Nccl({"init-failed-2.27.log"});
   EXPECT_EQ(failed.exit_code, 1);
-  auto init = Of(failed.report, "nccl.init.failed");
+  auto init = FindingsOf(failed.report, "nccl.init.failed");
   ASSERT_EQ(init.size(), 4u);
   EXPECT_EQ(init[0]["subject"], "node-a/pid 4000");
   EXPECT_EQ(failed.report["inventory"]["processes"][0]["inter_node_transport"], "unknown");
 
   NcclRun quiet = Nccl({"no-debug.log"});
   EXPECT_EQ(quiet.exit_code, 0);
-  auto nd = Of(quiet.report, "nccl.log.no-debug");
+  auto nd = FindingsOf(quiet.report, "nccl.log.no-debug");
   ASSERT_EQ(nd.size(), 1u);
   EXPECT_NE(nd[0]["message"].get<std::string>().find("NCCL_DEBUG=INFO"), std::string::npos);
   EXPECT_EQ(Nccl({"no-debug.log"}, {"--fail-on", "warning"}).exit_code, 1);
@@ -139,7 +134,7 @@ TEST(NcclCliTest, InitFailureAndNoDebug) {
 TEST(NcclCliTest, NcclTestsOutput) {
   NcclRun wrong = Nccl({"nccl-tests-wrong.log"});
   EXPECT_EQ(wrong.exit_code, 1);
-  auto w = Of(wrong.report, "nccl.wrong");
+  auto w = FindingsOf(wrong.report, "nccl.wrong");
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0]["evidence"]["size"], 268435456);
 
@@ -147,16 +142,17 @@ TEST(NcclCliTest, NcclTestsOutput) {
   const json& run = old.report["inventory"]["nccl_tests"][0];
   EXPECT_EQ(run["rows"].size(), 3u);
   EXPECT_DOUBLE_EQ(run["avg_busbw_gbps"].get<double>(), 61.6217);
-  auto low = Of(old.report, "nccl.busbw.low");
+  auto low = FindingsOf(old.report, "nccl.busbw.low");
   ASSERT_EQ(low.size(), 1u);
   EXPECT_EQ(old.exit_code, 1);
   EXPECT_TRUE(
-      Of(Nccl({"nccl-tests-old.log"}, {"--min-busbw", "50"}).report, "nccl.busbw.low").empty());
+      FindingsOf(Nccl({"nccl-tests-old.log"}, {"--min-busbw", "50"}).report, "nccl.busbw.low")
+          .empty());
 
   NcclRun fresh = Nccl({"nccl-tests-new.log"}, {"--min-busbw", "200"});
   EXPECT_EQ(fresh.report["inventory"]["nccl_tests"][0]["test"], "all_reduce_perf");
   EXPECT_EQ(fresh.report["inventory"]["nccl_tests"][0]["devices"].size(), 4u);
-  EXPECT_TRUE(Of(fresh.report, "nccl.busbw.low").empty());
+  EXPECT_TRUE(FindingsOf(fresh.report, "nccl.busbw.low").empty());
 }
 
 TEST(NcclCliTest, SeveralFilesAndStdinMakeOneJob) {
@@ -167,7 +163,7 @@ TEST(NcclCliTest, SeveralFilesAndStdinMakeOneJob) {
       RunBinary(TOCSIN_BINARY, {"nccl", "-o", "json", "-"}, {}, kLogs + "mixed-2.30-kubectl.log");
   json j = json::parse(in.out);
   EXPECT_EQ(j["inventory"]["inputs"][0]["name"], "-");
-  EXPECT_EQ(Of(j, "nccl.transport.socket").size(), 2u);
+  EXPECT_EQ(FindingsOf(j, "nccl.transport.socket").size(), 2u);
 }
 
 TEST(NcclCliTest, TruncatedAndBinaryInputDoesNotCrash) {

@@ -12,6 +12,7 @@ namespace tocsin {
 namespace {
 
 using nlohmann::json;
+using testing::FindingsOf;
 using testing::RunBinary;
 using testing::RunResult;
 
@@ -32,14 +33,6 @@ NodeRun Node(const std::string& fixture, std::vector<std::string> extra = {},
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out;
   return {r.exit_code, j};
-}
-
-std::vector<json> FindingsOf(const json& report, const std::string& check) {
-  std::vector<json> out;
-  for (const auto& f : report["findings"]) {
-    if (f["check"] == check) out.push_back(f);
-  }
-  return out;
 }
 
 // False alarms are bugs: a healthy node has nothing at warning or above.

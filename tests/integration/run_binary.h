@@ -1,5 +1,6 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,15 @@ struct RunResult {
 RunResult RunBinary(const std::string& binary, const std::vector<std::string>& args,
                     const std::vector<std::string>& extra_env = {},
                     const std::string& stdin_path = "/dev/null");
+
+// The findings of one check in a report (-o json).
+inline std::vector<nlohmann::json> FindingsOf(const nlohmann::json& report,
+                                              const std::string& check) {
+  std::vector<nlohmann::json> out;
+  for (const auto& f : report["findings"]) {
+    if (f["check"] == check) out.push_back(f);
+  }
+  return out;
+}
 
 }  // namespace tocsin::testing

@@ -1,0 +1,310 @@
+// Decoders for the Kubernetes kinds tocsin reads (Node, Pod, DaemonSet), field by field.
+#include "k8s/json_fields.h"
+
+namespace tocsin::k8s::internal {
+namespace {
+
+bool JobLabel(std::string_view k) {
+  return k.rfind("training.kubeflow.org/", 0) == 0 || k.rfind("jobset.sigs.k8s.io/", 0) == 0 ||
+         k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name";
+}
+bool NetworkAnnotation(std::string_view k) { return k == "k8s.v1.cni.cncf.io/networks"; }
+bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
+bool InterestingEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
+
+Err DecodeCondition(od::value v, std::vector<Condition>& out) {
+  Condition c;
+  Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "type") return String(f, c.type);
+    if (k == "status") return String(f, c.status);
+    if (k == "reason") return String(f, c.reason);
+    if (k == "message") return String(f, c.message);
+    if (k == "lastTransitionTime") return Time(f, c.last_transition);
+    return {};
+  });
+  if (!e) out.push_back(std::move(c));
+  return e;
+}
+
+struct Metadata {
+  bool all_labels = true;  // false for pods: job-grouping labels only
+  std::string ns, name, uid;
+  StringMap labels, annotations;
+  std::optional<TimePoint> created;
+  std::vector<OwnerRef> owners;
+};
+
+Err DecodeMetadata(od::value v, Metadata& m) {
+  return Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "name") return String(f, m.name);
+    if (k == "namespace") return String(f, m.ns);
+    if (k == "uid") return String(f, m.uid);
+    if (k == "labels") return m.all_labels ? Map(f, m.labels) : Map(f, m.labels, JobLabel);
+    if (k == "annotations") return Map(f, m.annotations, NetworkAnnotation);
+    if (k == "creationTimestamp") return Time(f, m.created);
+    if (k == "ownerReferences") {
+      return Each(f, [&](od::value o) -> Err {
+        OwnerRef r;
+        Err e = Fields(o, [&](std::string_view ok, od::value ov) -> Err {
+          if (ok == "kind") return String(ov, r.kind);
+          if (ok == "name") return String(ov, r.name);
+          if (ok == "uid") return String(ov, r.uid);
+          return {};
+        });
+        if (!e) m.owners.push_back(std::move(r));
+        return e;
+      });
+    }
+    return {};
+  });
+}
+
+Err DecodeContainer(od::value v, std::vector<Container>& out) {
+  Container c;
+  Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "name") return String(f, c.name);
+    if (k == "image") return String(f, c.image);
+    if (k == "resources") {
+      return Fields(f, [&](std::string_view rk, od::value rv) -> Err {
+        if (rk == "requests") return Map(rv, c.requests, ExtendedResource);
+        if (rk == "limits") return Map(rv, c.limits, ExtendedResource);
+        return {};
+      });
+    }
+    if (k == "env") {
+      return Each(f, [&](od::value ev) -> Err {
+        std::string name, value;
+        Err ee = Fields(ev, [&](std::string_view ek, od::value evv) -> Err {
+          if (ek == "name") return String(evv, name);
+          if (ek == "value") return String(evv, value);
+          return {};
+        });
+        if (!ee && InterestingEnv(name)) c.env[name] = value;
+        return ee;
+      });
+    }
+    if (k == "securityContext") {
+      return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
+        if (sk == "privileged") return Bool(sv, c.privileged);
+        if (sk == "capabilities") {
+          return Fields(sv, [&](std::string_view ck, od::value cv) -> Err {
+            if (ck != "add") return {};
+            return Each(cv, [&](od::value cap) -> Err {
+              std::string s;
+              Err ce = String(cap, s);
+              if (!ce) c.capabilities_add.push_back(s);
+              return ce;
+            });
+          });
+        }
+        return {};
+      });
+    }
+    return {};
+  });
+  if (!e) out.push_back(std::move(c));
+  return e;
+}
+
+Err DecodeContainerStatus(od::value v, std::vector<ContainerStatus>& out) {
+  ContainerStatus s;
+  Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "name") return String(f, s.name);
+    if (k == "image") return String(f, s.image);
+    if (k == "restartCount") return Int(f, s.restart_count);
+    if (k == "ready") return Bool(f, s.ready);
+    if (k == "state") {
+      return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
+        if (sk != "waiting") return {};
+        return Fields(sv, [&](std::string_view wk, od::value wv) -> Err {
+          if (wk == "reason") return String(wv, s.waiting_reason);
+          if (wk == "message") return String(wv, s.waiting_message);
+          return {};
+        });
+      });
+    }
+    if (k == "lastState") {
+      return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
+        if (sk != "terminated") return {};
+        return Fields(sv, [&](std::string_view tk, od::value tv) -> Err {
+          if (tk == "reason") return String(tv, s.last_terminated_reason);
+          if (tk == "finishedAt") return Time(tv, s.last_terminated_finished);
+          if (tk == "exitCode") {
+            int64_t code = 0;
+            Err ce = Int(tv, code);
+            if (!ce) s.last_exit_code = code;
+            return ce;
+          }
+          return {};
+        });
+      });
+    }
+    return {};
+  });
+  if (!e) out.push_back(std::move(s));
+  return e;
+}
+
+Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p) {
+  if (section == "spec") {
+    return Fields(spec_or_status, [&](std::string_view k, od::value f) -> Err {
+      if (k == "nodeName") return String(f, p.node_name);
+      if (k == "containers") {
+        return Each(f, [&](od::value c) { return DecodeContainer(c, p.containers); });
+      }
+      if (k == "volumes") {
+        return Each(f, [&](od::value vol) -> Err {
+          std::string name;
+          return Fields(vol, [&](std::string_view vk, od::value vv) -> Err {
+            if (vk == "name") return String(vv, name);
+            if (vk == "hostPath") {
+              return Fields(vv, [&](std::string_view hk, od::value hv) -> Err {
+                if (hk != "path") return {};
+                std::string path;
+                Err he = String(hv, path);
+                if (!he) p.host_paths.push_back(path);
+                return he;
+              });
+            }
+            if (vk == "persistentVolumeClaim" || vk == "nfs" || vk == "csi" || vk == "cephfs" ||
+                vk == "glusterfs" || vk == "ephemeral") {
+              p.shared_volumes.push_back(name.empty() ? std::string(vk) : name);
+            }
+            return {};
+          });
+        });
+      }
+      return {};
+    });
+  }
+  return Fields(spec_or_status, [&](std::string_view k, od::value f) -> Err {
+    if (k == "phase") return String(f, p.phase);
+    if (k == "conditions") {
+      return Each(f, [&](od::value c) { return DecodeCondition(c, p.conditions); });
+    }
+    if (k == "containerStatuses") {
+      return Each(f, [&](od::value c) { return DecodeContainerStatus(c, p.statuses); });
+    }
+    return {};
+  });
+}
+
+Err DecodeNodeSection(od::value v, std::string_view section, Node& n) {
+  if (section == "spec") {
+    return Fields(v, [&](std::string_view k, od::value f) -> Err {
+      if (k == "unschedulable") return Bool(f, n.unschedulable);
+      return {};
+    });
+  }
+  return Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "allocatable") return Map(f, n.allocatable);
+    if (k == "conditions") {
+      return Each(f, [&](od::value c) { return DecodeCondition(c, n.conditions); });
+    }
+    return {};
+  });
+}
+
+Err DecodeDaemonSetSection(od::value v, std::string_view section, DaemonSet& d) {
+  if (section == "spec") {
+    return Fields(v, [&](std::string_view k, od::value f) -> Err {
+      if (k != "template") return {};
+      return Fields(f, [&](std::string_view tk, od::value tv) -> Err {
+        if (tk != "spec") return {};
+        return Fields(tv, [&](std::string_view sk, od::value sv) -> Err {
+          if (sk == "nodeSelector") return Map(sv, d.node_selector);
+          if (sk == "affinity") {
+            return Fields(sv, [&](std::string_view ak, od::value) -> Err {
+              if (ak == "nodeAffinity") d.node_affinity = true;
+              return {};
+            });
+          }
+          if (sk == "containers") {
+            std::vector<Container> cs;
+            Err ce = Each(sv, [&](od::value c) { return DecodeContainer(c, cs); });
+            for (const auto& c : cs) d.images.push_back(c.image);
+            return ce;
+          }
+          return {};
+        });
+      });
+    });
+  }
+  return Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "desiredNumberScheduled") return Int(f, d.desired);
+    if (k == "currentNumberScheduled") return Int(f, d.current);
+    if (k == "numberReady") return Int(f, d.ready);
+    if (k == "numberAvailable") return Int(f, d.available);
+    if (k == "numberUnavailable") return Int(f, d.unavailable);
+    if (k == "numberMisscheduled") return Int(f, d.misscheduled);
+    return {};
+  });
+}
+
+// One object; `kind` may come from the enclosing *List when the item lacks it.
+}  // namespace
+
+Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
+  TRY_SJ(ReadKind(obj, kind), "kind");
+  Metadata meta;
+  meta.all_labels = kind != "Pod";
+  Pod pod;
+  Node node;
+  DaemonSet ds;
+  for (auto field : obj) {
+    std::string_view key;
+    TRY_SJ(field.unescaped_key().get(key), "");
+    od::value value;
+    TRY_SJ(field.value().get(value), std::string(key));
+    if (key == "metadata") {
+      TRY_ERR(DecodeMetadata(value, meta), "metadata");
+    } else if (key == "spec" || key == "status") {
+      if (kind == "Pod") TRY_ERR(DecodePod(value, key, pod), std::string(key));
+      if (kind == "Node") TRY_ERR(DecodeNodeSection(value, key, node), std::string(key));
+      if (kind == "DaemonSet") TRY_ERR(DecodeDaemonSetSection(value, key, ds), std::string(key));
+    }
+  }
+  if (kind == "Pod") {
+    pod.ns = meta.ns;
+    pod.name = meta.name;
+    pod.uid = meta.uid;
+    pod.labels = std::move(meta.labels);
+    pod.annotations = std::move(meta.annotations);
+    pod.created = meta.created;
+    pod.owners = std::move(meta.owners);
+    out.pods.push_back(std::move(pod));
+  } else if (kind == "Node") {
+    node.name = meta.name;
+    node.labels = std::move(meta.labels);
+    node.created = meta.created;
+    out.nodes.push_back(std::move(node));
+  } else if (kind == "DaemonSet") {
+    ds.ns = meta.ns;
+    ds.name = meta.name;
+    ds.uid = meta.uid;
+    ds.created = meta.created;
+    out.daemonsets.push_back(std::move(ds));
+  } else {
+    out.other_kinds[kind.empty() ? "(no kind)" : kind]++;
+  }
+  return {};
+}
+
+error_code ReadKind(od::object& obj, std::string& kind) {
+  auto field = obj.find_field_unordered("kind");
+  error_code e = field.error();
+  if (e == simdjson::SUCCESS) {
+    std::string_view k;
+    if (field.get_string().get(k) == simdjson::SUCCESS) kind = std::string(k);
+  } else if (e != simdjson::NO_SUCH_FIELD) {
+    return e;
+  }
+  return obj.reset().error();
+}
+
+Status ToStatus(const Err& e, const std::string& where) {
+  std::string what = e.detail.empty() ? simdjson::error_message(e.code) : e.detail;
+  return Status::ParseError(where + (e.path.empty() ? "" : ": field " + e.path) + ": " + what);
+}
+
+}  // namespace tocsin::k8s::internal

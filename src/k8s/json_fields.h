@@ -1,0 +1,155 @@
+#pragma once
+
+// Internal to src/k8s: decoding helpers over simdjson's on-demand values. Each returns an Err that
+// carries the JSON path of the field that failed, so errors can name it.
+
+#include <simdjson.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/time.h"
+#include "k8s/objects.h"
+
+namespace tocsin::k8s::internal {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+
+struct Err {
+  error_code code = simdjson::SUCCESS;
+  std::string path;
+  std::string detail;
+  explicit operator bool() const { return code != simdjson::SUCCESS || !detail.empty(); }
+};
+
+#define TRY_SJ(expr, where)              \
+  do {                                   \
+    error_code _e = (expr);              \
+    if (_e) return Err{_e, (where), ""}; \
+  } while (0)
+#define TRY_ERR(expr, where)                        \
+  do {                                              \
+    Err _e = (expr);                                \
+    if (_e) {                                       \
+      _e.path = std::string(where) + "." + _e.path; \
+      return _e;                                    \
+    }                                               \
+  } while (0)
+
+inline bool IsNull(od::value& v) {
+  od::json_type t;
+  return !v.type().get(t) && t == od::json_type::null;
+}
+
+inline Err String(od::value v, std::string& out) {
+  if (IsNull(v)) return {};
+  std::string_view s;
+  TRY_SJ(v.get_string().get(s), "");
+  out.assign(s);
+  return {};
+}
+
+inline Err Int(od::value v, int64_t& out) {
+  if (IsNull(v)) return {};
+  TRY_SJ(v.get_int64().get(out), "");
+  return {};
+}
+
+inline Err Bool(od::value v, bool& out) {
+  if (IsNull(v)) return {};
+  TRY_SJ(v.get_bool().get(out), "");
+  return {};
+}
+
+inline Err Time(od::value v, std::optional<TimePoint>& out) {
+  std::string s;
+  Err e = String(v, s);
+  if (e) return e;
+  if (s.empty()) return {};
+  out = ParseRfc3339(s);
+  if (!out) return {simdjson::SUCCESS, "", "not an RFC 3339 time: " + Quote(s)};
+  return {};
+}
+
+inline bool KeepAll(std::string_view) { return true; }
+
+// A JSON object of strings (labels, annotations, nodeSelector) or of quantities (allocatable);
+// only keys that `keep` accepts are stored.
+template <typename Keep = bool (*)(std::string_view)>
+Err Map(od::value v, StringMap& out, Keep keep = KeepAll) {
+  if (IsNull(v)) return {};
+  od::object obj;
+  TRY_SJ(v.get_object().get(obj), "");
+  for (auto field : obj) {
+    std::string_view key;
+    TRY_SJ(field.unescaped_key().get(key), "");
+    if (!keep(key)) continue;
+    od::value value;
+    TRY_SJ(field.value().get(value), std::string(key));
+    od::json_type t;
+    TRY_SJ(value.type().get(t), std::string(key));
+    if (t == od::json_type::string) {
+      std::string_view s;
+      TRY_SJ(value.get_string().get(s), std::string(key));
+      out[std::string(key)] = std::string(s);
+    } else {
+      out[std::string(key)] = std::string(Trim(value.raw_json_token()));
+    }
+  }
+  return {};
+}
+
+// Calls fn(value) for every element of an array (a null array is empty).
+template <typename Fn>
+Err Each(od::value v, Fn fn) {
+  if (IsNull(v)) return {};
+  od::array arr;
+  TRY_SJ(v.get_array().get(arr), "");
+  size_t i = 0;
+  for (auto element : arr) {
+    od::value item;
+    TRY_SJ(element.get(item), "[" + std::to_string(i) + "]");
+    Err e = fn(item);
+    if (e) {
+      e.path = "[" + std::to_string(i) + "]" + (e.path.empty() ? "" : "." + e.path);
+      return e;
+    }
+    ++i;
+  }
+  return {};
+}
+
+// Calls fn(key, value) for every field of an object.
+template <typename Fn>
+Err Fields(od::value v, Fn fn) {
+  if (IsNull(v)) return {};
+  od::object obj;
+  TRY_SJ(v.get_object().get(obj), "");
+  for (auto field : obj) {
+    std::string_view key;
+    TRY_SJ(field.unescaped_key().get(key), "");
+    od::value value;
+    TRY_SJ(field.value().get(value), std::string(key));
+    Err e = fn(key, value);
+    if (e) {
+      e.path = std::string(key) + (e.path.empty() ? "" : "." + e.path);
+      return e;
+    }
+  }
+  return {};
+}
+
+// Decodes one object of `kind` (or of its own "kind" field) into `out`; other kinds are counted.
+Err DecodeObject(od::object obj, std::string kind, Snapshot& out);
+// Reads an optional string field "kind" and rewinds the object. A structural error leaves the
+// on-demand iterator unusable (reset() on it would crash), so it is returned at once.
+error_code ReadKind(od::object& obj, std::string& kind);
+// "WHERE: field PATH: WHY"
+Status ToStatus(const Err& e, const std::string& where);
+
+}  // namespace tocsin::k8s::internal
