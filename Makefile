@@ -29,6 +29,10 @@ demo: build
 	@echo
 	@echo "== tocsin nccl on a job log where one host fell back to TCP sockets =="
 	@$(RELEASE_DIR)/tocsin nccl src/nccl/testdata/mixed-2.30-kubectl.log --observe-only
+	@echo
+	@echo "== tocsin audit of a cluster snapshot whose RDMA device plugin never became ready =="
+	@$(RELEASE_DIR)/tocsin audit --from testdata/clusters/plugin-crashloop.json \
+	  --now 2026-11-29T00:00:00Z --observe-only
 
 # Warnings are errors; AddressSanitizer + UBSan; then the fuzz targets are built (clang) and run on
 # their seed corpora as part of ctest.

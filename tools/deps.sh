@@ -9,8 +9,8 @@ PACKAGES=(
   clang libclang-rt-14-dev llvm
   # libraries
   libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libsimdjson-dev
-  # fixture generator
-  python3
+  # fixture generators and bench/ scripts (GNU time for peak RSS)
+  python3 time
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
