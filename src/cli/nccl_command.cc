@@ -4,20 +4,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "cli/report_flags.h"
 #include "nccl/analyzer.h"
+#include "nccl/log_line.h"
 #include "nccl/render.h"
 #include "sys/line_reader.h"
 
 namespace tocsin::cli {
 namespace {
 
+// Regular files at least this large are read in parallel chunks (one per thread).
+constexpr uint64_t kParallelMinBytes = 32ull << 20;
+
 struct NcclFlags {
   ReportFlags report;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> files;
   std::string expect = "any";
   bool expect_gdr = false;
@@ -43,6 +50,98 @@ void PrintEvent(const nlohmann::json& e, bool json) {
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+}
+
+// One input in order (stdin, pipes, --follow, small files).
+Status ReadSequential(int fd, const std::string& name, bool follow, bool json,
+                      nccl::Analyzer& analyzer) {
+  analyzer.BeginInput(name);
+  LineReader reader(fd);
+  std::vector<nlohmann::json> events;
+  std::string_view line;
+  bool truncated = false;
+  while (true) {
+    auto more = analyzer.WantsEveryLine() ? reader.Next(&line, &truncated)
+                                          : reader.NextContaining("NCCL ", '#', &line, &truncated);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (truncated) analyzer.NoteLongLine();
+    analyzer.FeedLine(line, follow ? &events : nullptr);
+    for (const auto& e : events) PrintEvent(e, json);
+    events.clear();
+  }
+  analyzer.EndInput(reader.bytes_read());
+  return Status::Ok();
+}
+
+// A large regular file: chunks cut at line starts, NCCL lines analysed on `threads` threads and
+// merged in order; nccl-tests output (tables span chunks) then parsed by one pass that stops only
+// at lines holding '#' (or at every line inside a table). Same result as ReadSequential.
+Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
+                    const nccl::Options& options, nccl::Analyzer& analyzer) {
+  std::vector<uint64_t> bounds = {0};
+  for (int t = 1; t < threads; ++t) {
+    uint64_t at = size * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
+    char buf[1 << 16];
+    while (at < size) {
+      ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(at));
+      if (n <= 0) break;
+      const char* nl = static_cast<const char*>(std::memchr(buf, '\n', static_cast<size_t>(n)));
+      if (nl != nullptr) {
+        at += static_cast<uint64_t>(nl - buf) + 1;
+        break;
+      }
+      at += static_cast<uint64_t>(n);
+    }
+    if (at > bounds.back() && at < size) bounds.push_back(at);
+  }
+  bounds.push_back(size);
+  size_t n_chunks = bounds.size() - 1;
+  std::vector<nccl::Analyzer> chunks;
+  for (size_t c = 0; c < n_chunks; ++c) chunks.emplace_back(options);
+  std::vector<Status> status(n_chunks);
+  std::vector<std::thread> workers;
+  for (size_t c = 0; c < n_chunks; ++c) {
+    workers.emplace_back([&, c] {
+      nccl::Analyzer& a = chunks[c];
+      a.BeginInput(name);
+      a.DisablePerf();
+      LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);
+      std::string_view line;
+      bool truncated = false;
+      while (true) {
+        auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
+        if (!more.ok()) {
+          status[c] = more.status();
+          return;
+        }
+        if (!*more) break;
+        if (truncated) a.NoteLongLine();
+        a.FeedLine(line);
+      }
+      a.EndInput(reader.bytes_read());
+    });
+  }
+  for (auto& w : workers) w.join();
+  for (const auto& st : status) TOCSIN_RETURN_IF_ERROR(st);
+  bool other_lines = false;
+  analyzer.BeginInput(name);
+  for (auto& chunk : chunks) {
+    other_lines = other_lines || chunk.SawOtherLines();
+    analyzer.MergeFrom(std::move(chunk));
+  }
+  if (!other_lines) return Status::Ok();
+  LineReader pass = LineReader::Range(fd, 0, size);
+  std::string_view line;
+  bool truncated = false;
+  while (true) {
+    auto more = analyzer.PerfInTable() ? pass.Next(&line, &truncated)
+                                       : pass.NextContaining("", '#', &line, &truncated);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (!nccl::ParseLogLine(line)) analyzer.FeedPerf(line);
+  }
+  return Status::Ok();
 }
 
 int RunNccl(CLI::App* cmd, const NcclFlags& f) {
@@ -71,29 +170,17 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
     fds.push_back(fd);
   }
   nccl::Analyzer analyzer(options);
-  std::vector<nlohmann::json> events;
   bool json = f.report.output == "json";
   for (size_t i = 0; i < files.size(); ++i) {
-    analyzer.BeginInput(files[i]);
-    LineReader reader(fds[i]);
-    std::string_view line;
-    bool truncated = false;
-    while (true) {
-      auto more = analyzer.WantsEveryLine()
-                      ? reader.Next(&line, &truncated)
-                      : reader.NextContaining("NCCL ", '#', &line, &truncated);
-      if (!more.ok()) {
-        if (fds[i] != STDIN_FILENO) ::close(fds[i]);
-        return UsageError(files[i] + ": " + more.status().message());
-      }
-      if (!*more) break;
-      if (truncated) analyzer.NoteLongLine();
-      analyzer.FeedLine(line, f.follow ? &events : nullptr);
-      for (const auto& e : events) PrintEvent(e, json);
-      events.clear();
-    }
-    analyzer.EndInput(reader.bytes_read());
+    struct stat st;
+    bool parallel = f.threads > 1 && !f.follow && fds[i] != STDIN_FILENO &&
+                    ::fstat(fds[i], &st) == 0 && S_ISREG(st.st_mode) &&
+                    static_cast<uint64_t>(st.st_size) >= kParallelMinBytes;
+    Status read = parallel ? ReadParallel(fds[i], static_cast<uint64_t>(st.st_size), f.threads,
+                                          files[i], options, analyzer)
+                           : ReadSequential(fds[i], files[i], f.follow, json, analyzer);
     if (fds[i] != STDIN_FILENO) ::close(fds[i]);
+    if (!read.ok()) return UsageError(files[i] + ": " + read.message());
   }
   Report report;
   report.command = "nccl";
@@ -126,6 +213,10 @@ Command AddNcclCommand(CLI::App& parent) {
   cmd->add_option("--min-busbw", flags->min_busbw,
                   "nccl-tests: average bus bandwidth below this (GB/s) is an error")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", flags->threads,
+                  "Threads for large regular files (default: all cores; 1 reads in order)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd->add_flag("--follow", flags->follow,
                 "Print each rank's transport as soon as it is known (for kubectl logs -f)");
   return {cmd, [cmd, flags] { return RunNccl(cmd, *flags); }};

@@ -36,6 +36,14 @@ constexpr RiskySetting kRisky[] = {
     {"NCCL_SHM_DISABLE", "1", "disables shared-memory transport inside the node"},
 };
 
+// A process that re-creates its communicator logs the same rank again: keep one.
+void AddRank(Process& p, const InitComplete& init) {
+  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const InitComplete& r) {
+    return r.rank == init.rank && r.nranks == init.nranks && r.comm_id == init.comm_id;
+  });
+  if (!known && p.ranks.size() < kMaxListItems) p.ranks.push_back(init);
+}
+
 std::string RankList(const Process& p) {
   std::string out;
   for (const auto& r : p.ranks) out += (out.empty() ? "" : ",") + std::to_string(r.rank);
@@ -125,7 +133,11 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
   InputStats& in = inputs_.back();
   auto parsed = ParseLogLine(line);
   if (!parsed) {
-    perf_.Feed(line);
+    if (perf_enabled_) {
+      perf_.Feed(line);
+    } else {
+      other_lines_++;
+    }
     return;
   }
   in.nccl_lines++;
@@ -164,11 +176,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     return;
   }
   if (auto init = ParseInitComplete(msg)) {
-    // A process that re-creates its communicator logs the same rank again: keep one.
-    bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const InitComplete& r) {
-      return r.rank == init->rank && r.nranks == init->nranks && r.comm_id == init->comm_id;
-    });
-    if (!known && p.ranks.size() < kMaxListItems) p.ranks.push_back(*init);
+    AddRank(p, *init);
     if (events && !p.follow_reported) {
       p.follow_reported = true;
       events->push_back(FollowEvent(p, "init complete"));
@@ -206,6 +214,45 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     return;
   }
   if (auto v = ParseVersion(msg)) p.version = *v;
+}
+
+void Analyzer::MergeFrom(Analyzer&& later) {
+  for (auto& in : later.inputs_) {
+    if (!inputs_.empty() && inputs_.back().name == in.name) {
+      inputs_.back().bytes += in.bytes;
+      inputs_.back().nccl_lines += in.nccl_lines;
+      inputs_.back().long_lines += in.long_lines;
+    } else {
+      inputs_.push_back(std::move(in));
+    }
+  }
+  for (auto& [key, lp] : later.processes_) {
+    auto it = processes_.find(key);
+    if (it == processes_.end()) {
+      if (lp.version.empty()) lp.version = pending_version_;  // a bare version line before
+      processes_.emplace(key, std::move(lp));
+      continue;
+    }
+    Process& p = it->second;
+    if (!lp.version.empty()) p.version = lp.version;
+    if (!lp.network.empty()) p.network = lp.network;
+    for (auto& n : lp.nics) PushCapped(p.nics, std::move(n));
+    p.ib_no_device = p.ib_no_device || lp.ib_no_device;
+    for (auto& f : lp.plugin_failures) PushCapped(p.plugin_failures, std::move(f));
+    if (!lp.ofi_provider.empty()) p.ofi_provider = lp.ofi_provider;
+    for (const auto& r : lp.ranks) AddRank(p, r);
+    for (const auto& [net, count] : lp.net_channels) p.net_channels[net] += count;
+    p.gdr_channels += lp.gdr_channels;
+    p.intra_channels += lp.intra_channels;
+    for (const auto& [k, v] : lp.env) {
+      if (p.env.size() < kMaxListItems || p.env.count(k)) p.env[k] = v;
+    }
+    for (auto& w : lp.warnings) PushCapped(p.warnings, std::move(w), kMaxWarnings);
+    p.warning_count += lp.warning_count;
+  }
+  if (!later.pending_version_.empty()) pending_version_ = later.pending_version_;
+  other_lines_ += later.other_lines_;
+  info_lines_ += later.info_lines_;
 }
 
 void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {

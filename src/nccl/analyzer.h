@@ -72,8 +72,19 @@ class Analyzer {
   void FeedLine(std::string_view line, std::vector<nlohmann::json>* events = nullptr);
   void NoteLongLine() { inputs_.back().long_lines++; }
   void EndInput(uint64_t bytes) { inputs_.back().bytes = bytes; }
+  // For the chunks of a file read in parallel: only NCCL lines are analysed; nccl-tests output
+  // is parsed by one sequential pass (SetPerf), since its tables span chunks.
+  void DisablePerf() { perf_enabled_ = false; }
+  bool SawOtherLines() const { return other_lines_ > 0; }
+  void SetPerf(PerfParser perf) { perf_ = std::move(perf); }
+  // The sequential nccl-tests pass feeds the analyzer's own parser (earlier inputs' runs stay).
+  void FeedPerf(std::string_view line) { perf_.Feed(line); }
+  bool PerfInTable() const { return perf_.in_table(); }
+  // Folds in the analyzer of the chunk that follows this one, so the result is what reading
+  // both chunks in order would give (merged per process, in first-seen order).
+  void MergeFrom(Analyzer&& later);
   // False while only lines holding "NCCL " or '#' can matter (the caller may skip the others).
-  bool WantsEveryLine() const { return perf_.in_table(); }
+  bool WantsEveryLine() const { return perf_enabled_ && perf_.in_table(); }
 
   std::vector<Finding> Findings() const;
   nlohmann::json Inventory() const;
@@ -101,6 +112,8 @@ class Analyzer {
   std::map<std::pair<std::string, int64_t>, Process> processes_;
   std::string pending_version_;  // a bare "NCCL version" line before the first process line
   PerfParser perf_;
+  bool perf_enabled_ = true;
+  uint64_t other_lines_ = 0;  // non-NCCL lines seen while perf is disabled
   uint64_t info_lines_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -27,6 +28,14 @@ const char* FindWord(const char* from, size_t len, std::string_view word) {
 LineReader::LineReader(int fd, size_t max_line, size_t buffer)
     : fd_(fd), max_line_(max_line), buf_(std::max(buffer, max_line + 1)) {}
 
+LineReader LineReader::Range(int fd, uint64_t offset, uint64_t length) {
+  LineReader reader(fd);
+  reader.ranged_ = true;
+  reader.pos_ = offset;
+  reader.limit_ = offset + length;
+  return reader;
+}
+
 Status LineReader::Fill() {
   if (begin_ > 0) {
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
@@ -34,7 +43,11 @@ Status LineReader::Fill() {
     begin_ = 0;
   }
   while (end_ < buf_.size()) {
-    ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
+    size_t want = buf_.size() - end_;
+    if (ranged_) want = static_cast<size_t>(std::min<uint64_t>(want, limit_ - pos_));
+    ssize_t n = want == 0 ? 0
+                : ranged_ ? ::pread(fd_, buf_.data() + end_, want, static_cast<off_t>(pos_))
+                          : ::read(fd_, buf_.data() + end_, want);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status::IoError(std::string("read: ") + std::strerror(errno));
@@ -45,6 +58,7 @@ Status LineReader::Fill() {
     }
     end_ += static_cast<size_t>(n);
     bytes_read_ += static_cast<uint64_t>(n);
+    pos_ += static_cast<uint64_t>(n);
     break;  // hand out what we have: keeps --follow responsive
   }
   return Status::Ok();
@@ -95,7 +109,7 @@ Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::s
     const char* base = buf_.data();
     const char* from = base + begin_;
     size_t len = end_ - begin_;
-    const char* hit = FindWord(from, len, word);
+    const char* hit = word.empty() ? nullptr : FindWord(from, len, word);
     const char* hash = static_cast<const char*>(
         std::memchr(from, mark, hit ? static_cast<size_t>(hit - from) : len));
     if (hash != nullptr) hit = hash;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,12 +15,15 @@ namespace tocsin {
 class LineReader {
  public:
   explicit LineReader(int fd, size_t max_line = 64 << 10, size_t buffer = 1 << 20);
+  // Reads only [offset, offset + length) of a regular file, with pread (parallel chunks).
+  static LineReader Range(int fd, uint64_t offset, uint64_t length);
 
   // Sets *line (valid until the next call) and returns true, or false at end of input.
   Result<bool> Next(std::string_view* line, bool* truncated);
 
-  // Like Next, but only returns lines that contain `word` or the byte `mark`; the others are
-  // skipped in bulk (vectorised memchr over the buffer, as grep does), never split into lines.
+  // Like Next, but only returns lines that contain `word` (may be empty) or the byte `mark`; the
+  // others are skipped in bulk (vectorised memchr over the buffer, as grep does), never split into
+  // lines.
   Result<bool> NextContaining(std::string_view word, char mark, std::string_view* line,
                               bool* truncated);
 
@@ -36,6 +40,9 @@ class LineReader {
   bool eof_ = false;
   std::string cut_;  // the head of an over-long line
   uint64_t bytes_read_ = 0;
+  bool ranged_ = false;
+  uint64_t pos_ = 0;    // ranged: next file offset to read
+  uint64_t limit_ = 0;  // ranged: end of the range
 };
 
 }  // namespace tocsin

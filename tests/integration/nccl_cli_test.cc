@@ -166,6 +166,42 @@ TEST(NcclCliTest, SeveralFilesAndStdinMakeOneJob) {
   EXPECT_EQ(FindingsOf(j, "nccl.transport.socket").size(), 2u);
 }
 
+// A large file is read in parallel chunks; the result must equal reading it in order.
+TEST(NcclCliTest, ParallelReadEqualsSequential) {
+  std::string parts[2];
+  for (int i = 0; i < 2; ++i) {
+    std::ifstream in(kLogs + (i == 0 ? "mixed-2.30-kubectl.log" : "nccl-tests-new.log"));
+    std::stringstream s;
+    s << in.rdbuf();
+    parts[i] = s.str();
+  }
+  char path[] = "/tmp/tocsin-big-log-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  {
+    std::ofstream out(path);
+    size_t written = 0;
+    for (int round = 0; written < (33u << 20); ++round) {
+      const std::string& p = parts[round % 7 == 3 ? 1 : 0];  // nccl-tests output now and then
+      out << p;
+      written += p.size();
+    }
+  }
+  auto run = [&](const char* threads) {
+    RunResult r = RunBinary(TOCSIN_BINARY, {"nccl", "-o", "json", "--threads", threads, path});
+    json j = json::parse(r.out);
+    return std::make_pair(j["inventory"], j["findings"]);
+  };
+  auto one = run("1");
+  auto two = run("2");
+  ::unlink(path);
+  EXPECT_EQ(one.first, two.first);
+  EXPECT_EQ(one.second, two.second);
+  EXPECT_GT(one.first["nccl_tests"].size(), 1u);
+  EXPECT_EQ(FindingsOf(json{{"findings", two.second}}, "nccl.transport.socket").size(), 2u);
+}
+
 TEST(NcclCliTest, TruncatedAndBinaryInputDoesNotCrash) {
   NcclRun r = Nccl({"truncated.log"});
   EXPECT_EQ(r.exit_code, 0);
