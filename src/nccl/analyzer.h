@@ -73,10 +73,9 @@ class Analyzer {
   void NoteLongLine() { inputs_.back().long_lines++; }
   void EndInput(uint64_t bytes) { inputs_.back().bytes = bytes; }
   // For the chunks of a file read in parallel: only NCCL lines are analysed; nccl-tests output
-  // is parsed by one sequential pass (SetPerf), since its tables span chunks.
+  // is parsed by one sequential pass (FeedPerf), since its tables span chunks.
   void DisablePerf() { perf_enabled_ = false; }
   bool SawOtherLines() const { return other_lines_ > 0; }
-  void SetPerf(PerfParser perf) { perf_ = std::move(perf); }
   // The sequential nccl-tests pass feeds the analyzer's own parser (earlier inputs' runs stay).
   void FeedPerf(std::string_view line) { perf_.Feed(line); }
   bool PerfInTable() const { return perf_.in_table(); }
