@@ -362,11 +362,30 @@ std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options) 
   CheckNodes(snapshot, options, out);
   CheckFabricNodes(snapshot, options, out);
   CheckJobs(snapshot, options, out);
-  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+  // Grouped by subject: groups by their worst severity, then their oldest onset; inside a group
+  // by severity, then onset (oldest first; unknown onsets last).
+  struct Group {
+    Severity worst = Severity::kInfo;
+    std::optional<TimePoint> oldest;
+  };
+  std::map<std::string, Group> groups;
+  for (const auto& f : out) {
+    Group& g = groups[f.subject];
+    g.worst = std::max(g.worst, f.severity);
+    g.oldest = Earliest(g.oldest, f.since);
+  }
+  auto older = [](const std::optional<TimePoint>& a, const std::optional<TimePoint>& b) {
+    if (a.has_value() != b.has_value()) return a.has_value();
+    return a && b && *a < *b;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const Finding& a, const Finding& b) {
+    const Group& ga = groups.at(a.subject);
+    const Group& gb = groups.at(b.subject);
+    if (ga.worst != gb.worst) return ga.worst > gb.worst;
+    if (ga.oldest != gb.oldest) return older(ga.oldest, gb.oldest);
+    if (a.subject != b.subject) return a.subject < b.subject;
     if (a.severity != b.severity) return a.severity > b.severity;
-    if (a.since.has_value() != b.since.has_value()) return a.since.has_value();
-    if (a.since && b.since && *a.since != *b.since) return *a.since < *b.since;
-    return a.subject < b.subject;
+    return older(a.since, b.since);
   });
   return out;
 }

@@ -29,8 +29,8 @@ bool IsDevicePlugin(const k8s::DaemonSet& ds, const Options& options);
 bool IsRdmaResource(const std::string& name, const Options& options);
 
 // daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready
-// and the job.* checks (jobs.h).
-// Sorted by severity, then onset (oldest first).
+// and the job.* checks (jobs.h). Grouped by subject; groups ordered by worst severity, then oldest
+// onset.
 std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options);
 
 nlohmann::json Inventory(const k8s::Snapshot& snapshot, const Options& options);

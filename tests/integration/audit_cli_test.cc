@@ -68,6 +68,11 @@ TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
   EXPECT_EQ(FindingsOf(r.report, "daemonset.coverage").size(), 3u);
   EXPECT_EQ(FindingsOf(r.report, "node.rdma.unadvertised").size(), 3u);
   EXPECT_EQ(r.report["findings"][0]["check"], "daemonset.not-ready");  // worst first
+  // Grouped by subject: each node's two findings are next to each other.
+  const json& f = r.report["findings"];
+  for (size_t i = 1; i + 1 < f.size(); i += 2) {
+    EXPECT_EQ(f[i]["subject"], f[i + 1]["subject"]) << f.dump(1);
+  }
 }
 
 TEST(AuditCliTest, NodeExcludedByThePluginsSelector) {
