@@ -11,33 +11,26 @@ namespace {
 
 using nlohmann::json;
 using testing::FindingsOf;
+using testing::JsonRun;
 using testing::RunBinary;
 using testing::RunResult;
+using testing::RunTocsinJson;
 
 const std::string kClusters = std::string(TOCSIN_SOURCE_DIR) + "/testdata/clusters/";
 
-struct AuditRun {
-  int exit_code;
-  json report;
-};
-
-AuditRun Audit(std::vector<std::string> files, std::vector<std::string> extra = {}) {
+JsonRun Audit(std::vector<std::string> files, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"audit", "-o", "json", "--now", "2026-11-29T00:00:00Z"};
   for (const auto& f : files) {
     args.push_back("--from");
     args.push_back(kClusters + f);
   }
   args.insert(args.end(), extra.begin(), extra.end());
-  RunResult r = RunBinary(TOCSIN_BINARY, args);
-  EXPECT_TRUE(r.err.empty()) << r.err;
-  json j = json::parse(r.out, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << r.out;
-  return {r.exit_code, j};
+  return RunTocsinJson(args);
 }
 
 TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
   for (const char* f : {"healthy.json", "healthy.yaml"}) {
-    AuditRun r = Audit({f}, {"--fail-on", "info"});
+    JsonRun r = Audit({f}, {"--fail-on", "info"});
     EXPECT_EQ(r.exit_code, 0) << f << r.report["findings"].dump(2);
     EXPECT_TRUE(r.report["findings"].empty()) << f;
     EXPECT_EQ(r.report["inventory"]["nodes"], 4) << f;
@@ -48,7 +41,7 @@ TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
 }
 
 TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
-  AuditRun r = Audit({"plugin-crashloop.json"});
+  JsonRun r = Audit({"plugin-crashloop.json"});
   EXPECT_EQ(r.exit_code, 1);
   auto ds = FindingsOf(r.report, "daemonset.not-ready");
   ASSERT_EQ(ds.size(), 1u);
@@ -76,7 +69,7 @@ TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
 }
 
 TEST(AuditCliTest, NodeExcludedByThePluginsSelector) {
-  AuditRun r = Audit({"selector-excluded.json"});
+  JsonRun r = Audit({"selector-excluded.json"});
   auto cov = FindingsOf(r.report, "daemonset.coverage");
   ASSERT_EQ(cov.size(), 1u);
   EXPECT_EQ(cov[0]["subject"], "gpu-node-04");
@@ -89,7 +82,7 @@ TEST(AuditCliTest, NodeExcludedByThePluginsSelector) {
 }
 
 TEST(AuditCliTest, ZeroRdmaNotReadyNodeAndCrashLoopingPod) {
-  AuditRun r = Audit({"zero-rdma.json"});
+  JsonRun r = Audit({"zero-rdma.json"});
   auto zero = FindingsOf(r.report, "node.rdma.unadvertised");
   ASSERT_EQ(zero.size(), 1u);
   EXPECT_EQ(zero[0]["subject"], "gpu-node-02");
@@ -106,30 +99,30 @@ TEST(AuditCliTest, ZeroRdmaNotReadyNodeAndCrashLoopingPod) {
 
 TEST(AuditCliTest, OptionsSelectFabricNodesPluginsAndResources) {
   // No plugin DaemonSet in a NodeList alone.
-  AuditRun nodes = Audit({"nodes-only.json"});
+  JsonRun nodes = Audit({"nodes-only.json"});
   auto cluster = FindingsOf(nodes.report, "daemonset.coverage");
   ASSERT_EQ(cluster.size(), 1u);
   EXPECT_EQ(cluster[0]["subject"], "cluster");
   // Several files make one snapshot.
-  AuditRun both = Audit({"nodes-only.json", "healthy.json"});
+  JsonRun both = Audit({"nodes-only.json", "healthy.json"});
   EXPECT_EQ(both.report["inventory"]["nodes"], 7);
   // --fabric-nodes: only nodes with that label are fabric nodes.
-  AuditRun sel =
+  JsonRun sel =
       Audit({"selector-excluded.json"}, {"--fabric-nodes", "network.nvidia.com/rdma=true"});
   EXPECT_TRUE(sel.report["findings"].empty()) << sel.report["findings"].dump(2);
   // --device-plugin names a DaemonSet that is not there: the real one no longer counts.
-  AuditRun named = Audit({"healthy.json"}, {"--device-plugin", "nvidia-network-operator/rdma"});
+  JsonRun named = Audit({"healthy.json"}, {"--device-plugin", "nvidia-network-operator/rdma"});
   EXPECT_EQ(FindingsOf(named.report, "daemonset.coverage")[0]["subject"], "cluster");
   // --rdma-resource adds a name; rdma/* is already known.
-  AuditRun res = Audit({"zero-rdma.json"}, {"--rdma-resource", "example.com/fabric"});
+  JsonRun res = Audit({"zero-rdma.json"}, {"--rdma-resource", "example.com/fabric"});
   EXPECT_EQ(FindingsOf(res.report, "node.rdma.unadvertised").size(), 1u);
 }
 
 TEST(AuditCliTest, MultiNodeJobsThatMissTheFabric) {
-  AuditRun healthy = Audit({"healthy.json"}, {"--fabric-network", "rdma-net", "--fail-on", "info"});
+  JsonRun healthy = Audit({"healthy.json"}, {"--fabric-network", "rdma-net", "--fail-on", "info"});
   EXPECT_TRUE(healthy.report["findings"].empty()) << healthy.report["findings"].dump(2);
 
-  AuditRun r = Audit({"jobs-bad.json"}, {"--fabric-network", "rdma-net"});
+  JsonRun r = Audit({"jobs-bad.json"}, {"--fabric-network", "rdma-net"});
   EXPECT_EQ(r.exit_code, 1);
   auto none = FindingsOf(r.report, "job.rdma.not-requested");
   ASSERT_EQ(none.size(), 1u);

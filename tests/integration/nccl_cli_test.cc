@@ -20,31 +20,24 @@ namespace {
 
 using nlohmann::json;
 using testing::FindingsOf;
+using testing::JsonRun;
 using testing::RunBinary;
 using testing::RunResult;
+using testing::RunTocsinJson;
 
 const std::string kLogs = std::string(TOCSIN_SOURCE_DIR) + "/src/nccl/testdata/";
 
-struct NcclRun {
-  int exit_code;
-  json report;
-};
-
-NcclRun Nccl(std::vector<std::string> files, std::vector<std::string> extra = {}) {
+JsonRun Nccl(std::vector<std::string> files, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"nccl", "-o", "json"};
   for (const auto& f : files) args.push_back(f == "-" ? f : kLogs + f);
   args.insert(args.end(), extra.begin(), extra.end());
-  RunResult r = RunBinary(TOCSIN_BINARY, args);
-  EXPECT_TRUE(r.err.empty()) << r.err;
-  json j = json::parse(r.out, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << r.out;
-  return {r.exit_code, j};
+  return RunTocsinJson(args);
 }
 
 TEST(NcclCliTest, HealthyJobsAcrossVersionsAndFabricsAreClean) {
   for (const char* log : {"ib-2.12.log", "ib-2.18.log", "roce-2.21-mpirun.log", "efa-2.27.log",
                           "nccl-tests-new.log"}) {
-    NcclRun r = Nccl({log}, {"--expect", "rdma", "--expect-gdr", "--fail-on", "warning"});
+    JsonRun r = Nccl({log}, {"--expect", "rdma", "--expect-gdr", "--fail-on", "warning"});
     EXPECT_EQ(r.exit_code, 0) << log << r.report["findings"].dump(2);
     EXPECT_TRUE(r.report["findings"].empty()) << log;
     const json& procs = r.report["inventory"]["processes"];
@@ -57,7 +50,7 @@ TEST(NcclCliTest, HealthyJobsAcrossVersionsAndFabricsAreClean) {
 }
 
 TEST(NcclCliTest, WhichTransportEachRankUsed) {
-  NcclRun ib = Nccl({"ib-2.18.log"});
+  JsonRun ib = Nccl({"ib-2.18.log"});
   const json& p0 = ib.report["inventory"]["processes"][0];
   EXPECT_EQ(p0["host"], "node-a");
   EXPECT_EQ(p0["ranks"][0]["rank"], 0);
@@ -68,17 +61,17 @@ TEST(NcclCliTest, WhichTransportEachRankUsed) {
   EXPECT_EQ(p0["nics"], json::array({"mlx5_0:1/IB", "mlx5_1:1/IB"}));
   EXPECT_EQ(ib.report["inventory"]["summary"]["transports"]["IB"], 4);
 
-  NcclRun roce = Nccl({"roce-2.21-mpirun.log"});
+  JsonRun roce = Nccl({"roce-2.21-mpirun.log"});
   EXPECT_EQ(roce.report["inventory"]["processes"][3]["host"], "roce-b");  // mpirun prefix cut
   EXPECT_EQ(roce.report["inventory"]["processes"][3]["nics"][0], "mlx5_0:1/RoCE");
 
-  NcclRun efa = Nccl({"efa-2.27.log"});
+  JsonRun efa = Nccl({"efa-2.27.log"});
   EXPECT_EQ(efa.report["inventory"]["processes"][0]["ofi_provider"], "efa");
   EXPECT_EQ(efa.report["inventory"]["summary"]["transports"]["Libfabric"], 4);
 }
 
 TEST(NcclCliTest, OneHostFellBackToSockets) {
-  NcclRun r = Nccl({"mixed-2.30-kubectl.log"});
+  JsonRun r = Nccl({"mixed-2.30-kubectl.log"});
   EXPECT_EQ(r.exit_code, 1);
   auto sock = FindingsOf(r.report, "nccl.transport.socket");
   ASSERT_EQ(sock.size(), 2u);
@@ -93,14 +86,14 @@ TEST(NcclCliTest, OneHostFellBackToSockets) {
 
 TEST(NcclCliTest, AllSocketIsFineUnlessRdmaIsExpected) {
   EXPECT_EQ(Nccl({"socket-2.12.log"}).exit_code, 0);
-  NcclRun r = Nccl({"socket-2.12.log"}, {"--expect", "rdma"});
+  JsonRun r = Nccl({"socket-2.12.log"}, {"--expect", "rdma"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(FindingsOf(r.report, "nccl.transport.socket").size(), 4u);
   EXPECT_TRUE(FindingsOf(r.report, "nccl.transport.mixed").empty());
 }
 
 TEST(NcclCliTest, RiskySettingsAndGdr) {
-  NcclRun r = Nccl({"ib-disable-2.27.log"}, {"--expect", "rdma"});
+  JsonRun r = Nccl({"ib-disable-2.27.log"}, {"--expect", "rdma"});
   auto risky = FindingsOf(r.report, "nccl.env.risky");
   ASSERT_EQ(risky.size(), 4u);
   EXPECT_EQ(risky[0]["evidence"]["name"], "NCCL_IB_DISABLE");
@@ -116,14 +109,14 @@ TEST(NcclCliTest, RiskySettingsAndGdr) {
 }
 
 TEST(NcclCliTest, InitFailureAndNoDebug) {
-  NcclRun failed = Nccl({"init-failed-2.27.log"});
+  JsonRun failed = Nccl({"init-failed-2.27.log"});
   EXPECT_EQ(failed.exit_code, 1);
   auto init = FindingsOf(failed.report, "nccl.init.failed");
   ASSERT_EQ(init.size(), 4u);
   EXPECT_EQ(init[0]["subject"], "node-a/pid 4000");
   EXPECT_EQ(failed.report["inventory"]["processes"][0]["inter_node_transport"], "unknown");
 
-  NcclRun quiet = Nccl({"no-debug.log"});
+  JsonRun quiet = Nccl({"no-debug.log"});
   EXPECT_EQ(quiet.exit_code, 0);
   auto nd = FindingsOf(quiet.report, "nccl.log.no-debug");
   ASSERT_EQ(nd.size(), 1u);
@@ -132,13 +125,13 @@ TEST(NcclCliTest, InitFailureAndNoDebug) {
 }
 
 TEST(NcclCliTest, NcclTestsOutput) {
-  NcclRun wrong = Nccl({"nccl-tests-wrong.log"});
+  JsonRun wrong = Nccl({"nccl-tests-wrong.log"});
   EXPECT_EQ(wrong.exit_code, 1);
   auto w = FindingsOf(wrong.report, "nccl.wrong");
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0]["evidence"]["size"], 268435456);
 
-  NcclRun old = Nccl({"nccl-tests-old.log"}, {"--min-busbw", "100"});
+  JsonRun old = Nccl({"nccl-tests-old.log"}, {"--min-busbw", "100"});
   const json& run = old.report["inventory"]["nccl_tests"][0];
   EXPECT_EQ(run["rows"].size(), 3u);
   EXPECT_DOUBLE_EQ(run["avg_busbw_gbps"].get<double>(), 61.6217);
@@ -149,14 +142,14 @@ TEST(NcclCliTest, NcclTestsOutput) {
       FindingsOf(Nccl({"nccl-tests-old.log"}, {"--min-busbw", "50"}).report, "nccl.busbw.low")
           .empty());
 
-  NcclRun fresh = Nccl({"nccl-tests-new.log"}, {"--min-busbw", "200"});
+  JsonRun fresh = Nccl({"nccl-tests-new.log"}, {"--min-busbw", "200"});
   EXPECT_EQ(fresh.report["inventory"]["nccl_tests"][0]["test"], "all_reduce_perf");
   EXPECT_EQ(fresh.report["inventory"]["nccl_tests"][0]["devices"].size(), 4u);
   EXPECT_TRUE(FindingsOf(fresh.report, "nccl.busbw.low").empty());
 }
 
 TEST(NcclCliTest, SeveralFilesAndStdinMakeOneJob) {
-  NcclRun two = Nccl({"ib-2.18.log", "mixed-2.30-kubectl.log"});
+  JsonRun two = Nccl({"ib-2.18.log", "mixed-2.30-kubectl.log"});
   EXPECT_EQ(two.report["inventory"]["inputs"].size(), 2u);
   EXPECT_EQ(two.report["inventory"]["processes"].size(), 8u);
   RunResult in =
@@ -203,7 +196,7 @@ TEST(NcclCliTest, ParallelReadEqualsSequential) {
 }
 
 TEST(NcclCliTest, TruncatedAndBinaryInputDoesNotCrash) {
-  NcclRun r = Nccl({"truncated.log"});
+  JsonRun r = Nccl({"truncated.log"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.report["inventory"]["processes"].size(), 4u);
 }

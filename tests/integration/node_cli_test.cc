@@ -13,26 +13,19 @@ namespace {
 
 using nlohmann::json;
 using testing::FindingsOf;
+using testing::JsonRun;
 using testing::RunBinary;
 using testing::RunResult;
+using testing::RunTocsinJson;
 
 const std::string kNodes = std::string(TOCSIN_SOURCE_DIR) + "/testdata/nodes/";
 const std::string kProfiles = std::string(TOCSIN_SOURCE_DIR) + "/testdata/profiles/";
 
-struct NodeRun {
-  int exit_code;
-  json report;
-};
-
-NodeRun Node(const std::string& fixture, std::vector<std::string> extra = {},
+JsonRun Node(const std::string& fixture, std::vector<std::string> extra = {},
              std::vector<std::string> env = {}) {
   std::vector<std::string> args = {"node", "--root", kNodes + fixture, "-o", "json"};
   args.insert(args.end(), extra.begin(), extra.end());
-  RunResult r = RunBinary(TOCSIN_BINARY, args, env);
-  EXPECT_TRUE(r.err.empty()) << r.err;
-  json j = json::parse(r.out, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out;
-  return {r.exit_code, j};
+  return RunTocsinJson(args, env);
 }
 
 // False alarms are bugs: a healthy node has nothing at warning or above.
@@ -43,7 +36,7 @@ void ExpectNoWarnings(const json& report) {
 }
 
 TEST(NodeCliTest, ReportContract) {
-  NodeRun r = Node("ib-healthy");
+  JsonRun r = Node("ib-healthy");
   const json& j = r.report;
   for (const char* key :
        {"tocsin_version", "command", "host", "generated_at", "status", "findings", "inventory"}) {
@@ -57,12 +50,12 @@ TEST(NodeCliTest, ReportContract) {
 }
 
 TEST(NodeCliTest, HealthyIbNodeIsCleanWithAndWithoutExpectations) {
-  NodeRun plain = Node("ib-healthy");
+  JsonRun plain = Node("ib-healthy");
   EXPECT_EQ(plain.exit_code, 0);
   EXPECT_EQ(plain.report["status"], "ok");
   ExpectNoWarnings(plain.report);
 
-  NodeRun strict =
+  JsonRun strict =
       Node("ib-healthy", {"--profile", kProfiles + "h100-ib.yaml", "--fail-on", "warning"});
   EXPECT_EQ(strict.exit_code, 0) << strict.report["findings"].dump(2);
   ExpectNoWarnings(strict.report);
@@ -134,7 +127,7 @@ TEST(NodeCliTest, HealthyIbInventory) {
 }
 
 TEST(NodeCliTest, RoceNodeIsCleanAndKnowsItsGids) {
-  NodeRun r = Node("roce", {"--expect-link-layer", "Ethernet", "--expect-rate", "100",
+  JsonRun r = Node("roce", {"--expect-link-layer", "Ethernet", "--expect-rate", "100",
                             "--expect-rdma-ports", "2", "--expect-gpus", "4"});
   EXPECT_EQ(r.exit_code, 0);
   ExpectNoWarnings(r.report);
@@ -146,13 +139,13 @@ TEST(NodeCliTest, RoceNodeIsCleanAndKnowsItsGids) {
   EXPECT_EQ(port["gids"][3]["ndev"], "ens2f0np0");
   EXPECT_EQ(port["gids"][3]["gid"], "0000:0000:0000:0000:0000:ffff:0a64:0101");
 
-  NodeRun wrong = Node("roce", {"--expect-link-layer", "InfiniBand"});
+  JsonRun wrong = Node("roce", {"--expect-link-layer", "InfiniBand"});
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_EQ(FindingsOf(wrong.report, "rdma.port.link-layer").size(), 2u);
 }
 
 TEST(NodeCliTest, PortDownDegradedRateAndErrors) {
-  NodeRun r = Node("ib-port-down");
+  JsonRun r = Node("ib-port-down");
   EXPECT_EQ(r.exit_code, 1);
   auto down = FindingsOf(r.report, "rdma.port.down");
   ASSERT_EQ(down.size(), 1u);
@@ -174,7 +167,7 @@ TEST(NodeCliTest, PortDownDegradedRateAndErrors) {
   EXPECT_EQ(errors[0]["evidence"]["saturated"], json::array({"link_downed"}));
   EXPECT_NE(errors[0]["message"].get<std::string>().find("link_downed>=255"), std::string::npos);
 
-  NodeRun strict = Node("ib-port-down", {"--expect-rate", "400", "--expect-rdma-ports", "4"});
+  JsonRun strict = Node("ib-port-down", {"--expect-rate", "400", "--expect-rdma-ports", "4"});
   rate = FindingsOf(strict.report, "rdma.port.rate");
   ASSERT_EQ(rate.size(), 1u);
   EXPECT_EQ(rate[0]["severity"], "error");
@@ -191,7 +184,7 @@ TEST(NodeCliTest, FailOnAndObserveOnlyChooseTheExitCode) {
 }
 
 TEST(NodeCliTest, GpusOnTheOtherNumaNode) {
-  NodeRun r = Node("numa-mismatch");
+  JsonRun r = Node("numa-mismatch");
   EXPECT_EQ(r.exit_code, 1);
   auto aff = FindingsOf(r.report, "gpu.nic.affinity");
   ASSERT_EQ(aff.size(), 8u);
@@ -205,7 +198,7 @@ TEST(NodeCliTest, GpusOnTheOtherNumaNode) {
 }
 
 TEST(NodeCliTest, EvictedLustreOstWithOnset) {
-  NodeRun r = Node("lustre-evicted", {"--expect-mount", "/mnt/lustre:lustre"});
+  JsonRun r = Node("lustre-evicted", {"--expect-mount", "/mnt/lustre:lustre"});
   EXPECT_EQ(r.exit_code, 1);
   auto imp = FindingsOf(r.report, "lustre.import.state");
   ASSERT_EQ(imp.size(), 1u);  // FULL and IDLE imports are healthy
@@ -219,7 +212,7 @@ TEST(NodeCliTest, EvictedLustreOstWithOnset) {
 }
 
 TEST(NodeCliTest, ExpectedMountsMissingOrWrongType) {
-  NodeRun r =
+  JsonRun r =
       Node("lustre-evicted", {"--expect-mount", "/scratch", "--expect-mount", "/mnt/lustre:nfs4"});
   auto missing = FindingsOf(r.report, "storage.mount.missing");
   ASSERT_EQ(missing.size(), 1u);
@@ -233,14 +226,14 @@ TEST(NodeCliTest, ExpectedMountsMissingOrWrongType) {
 }
 
 TEST(NodeCliTest, EmptyNodeIsInfoWithoutExpectationsAndErrorWithThem) {
-  NodeRun r = Node("empty");
+  JsonRun r = Node("empty");
   EXPECT_EQ(r.exit_code, 0);
   ExpectNoWarnings(r.report);
   EXPECT_EQ(FindingsOf(r.report, "rdma.device.missing").size(), 1u);
   EXPECT_EQ(FindingsOf(r.report, "gpu.count").size(), 1u);
   EXPECT_FALSE(r.report["inventory"]["rdma"]["present"]);
 
-  NodeRun strict = Node("empty", {"--expect-rdma-ports", "1", "--expect-gpus", "8"});
+  JsonRun strict = Node("empty", {"--expect-rdma-ports", "1", "--expect-gpus", "8"});
   EXPECT_EQ(strict.exit_code, 1);
   auto rdma = FindingsOf(strict.report, "rdma.device.missing");
   ASSERT_EQ(rdma.size(), 1u);
@@ -252,7 +245,7 @@ TEST(NodeCliTest, EmptyNodeIsInfoWithoutExpectationsAndErrorWithThem) {
 }
 
 TEST(NodeCliTest, MalformedInputGivesUnknownNotCrashOrHealthy) {
-  NodeRun r = Node("malformed", {"--expect-mount", "/mnt/lustre:lustre"});
+  JsonRun r = Node("malformed", {"--expect-mount", "/mnt/lustre:lustre"});
   EXPECT_EQ(r.exit_code, 0);  // only warnings; the default --fail-on is error
   EXPECT_EQ(r.report["status"], "warning");
   std::set<std::string> unknown_paths;

@@ -1,6 +1,7 @@
 #include "run_binary.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +63,15 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
   ::unlink(out_path);
   ::unlink(err_path);
   return result;
+}
+
+JsonRun RunTocsinJson(const std::vector<std::string>& args,
+                      const std::vector<std::string>& extra_env) {
+  RunResult r = RunBinary(TOCSIN_BINARY, args, extra_env);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out;
+  return {r.exit_code, j};
 }
 
 }  // namespace tocsin::testing

@@ -18,6 +18,15 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
                     const std::vector<std::string>& extra_env = {},
                     const std::string& stdin_path = "/dev/null");
 
+// A `tocsin ... -o json` run: its exit code and report.
+struct JsonRun {
+  int exit_code = -1;
+  nlohmann::json report;
+};
+// Runs the tocsin under test; a message on stderr or output that is not JSON fails the test.
+JsonRun RunTocsinJson(const std::vector<std::string>& args,
+                      const std::vector<std::string>& extra_env = {});
+
 // The findings of one check in a report (-o json).
 inline std::vector<nlohmann::json> FindingsOf(const nlohmann::json& report,
                                               const std::string& check) {
