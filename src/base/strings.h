@@ -26,6 +26,12 @@ std::optional<uint64_t> ParseUint64(std::string_view s);
 std::optional<uint64_t> ParseHex(std::string_view s);
 std::optional<double> ParseDouble(std::string_view s);
 
+// Standard base64 (RFC 4648 section 4, padded), as Kubernetes writes *-data fields. Decoding is
+// strict: nullopt on a character outside the alphabet or bad padding. (yaml-cpp 0.7's decoder
+// reads out of bounds on bytes >= 0x80, so it is not used.)
+std::string EncodeBase64(std::string_view bytes);
+std::optional<std::string> DecodeBase64(std::string_view text);
+
 // Quotes a value for messages: printable ASCII kept, everything else \xNN, cut at `max` bytes.
 std::string Quote(std::string_view s, size_t max = 80);
 

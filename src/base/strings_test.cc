@@ -36,5 +36,20 @@ TEST(StringsTest, QuoteEscapesAndCuts) {
   EXPECT_EQ(Quote("abcdef", 3), "\"abc...\"");
 }
 
+TEST(StringsTest, Base64RoundTripAndStrictDecoding) {
+  for (std::string bytes :
+       {std::string(), std::string("f"), std::string("fo"), std::string("foo"),
+        std::string("-----BEGIN CERTIFICATE-----\n"), std::string("\x00\xff\x80", 3)}) {
+    auto back = DecodeBase64(EncodeBase64(bytes));
+    ASSERT_TRUE(back.has_value()) << bytes;
+    EXPECT_EQ(*back, bytes);
+  }
+  EXPECT_EQ(EncodeBase64("foob"), "Zm9vYg==");
+  EXPECT_EQ(DecodeBase64("Zm9vYmFy"), "foobar");
+  for (const char* bad : {"Zm9", "Zm9v!A==", "Zg=a", "=Zg=", "Zg==Zg==", "\xff\xfe\xfd\xfc"}) {
+    EXPECT_FALSE(DecodeBase64(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace tocsin
