@@ -7,7 +7,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tocsin::k8s::Snapshot snapshot;
+  tocsin::k8s::ListMeta meta;  // a list page's continue token and resourceVersion
   tocsin::k8s::DecodeJson(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz",
-                          snapshot);
+                          snapshot, &meta);
   return 0;
 }

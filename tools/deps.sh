@@ -8,7 +8,9 @@ PACKAGES=(
   # clang + libFuzzer runtime for the fuzz targets
   clang libclang-rt-14-dev llvm
   # libraries
-  libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libsimdjson-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libsimdjson-dev libcurl4-openssl-dev
+  # live `audit` tests: certificates for the test API server, and kubectl as a real client
+  openssl
   # fixture generators and bench/ scripts (GNU time for peak RSS)
   python3 time
 )
@@ -18,6 +20,10 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# kubectl: the machine's own when it has one (a gcloud dispatcher, say), else Debian's.
+if ! command -v kubectl >/dev/null 2>&1; then
+  missing+=(kubernetes-client)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

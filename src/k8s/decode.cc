@@ -27,6 +27,8 @@ namespace {
 struct ListLayout {
   bool has_items = false;
   std::string kind;
+  std::string continue_token;                    // metadata.continue (raw JSON string contents)
+  std::string resource_version;                  // metadata.resourceVersion
   std::vector<std::pair<size_t, size_t>> items;  // [begin, end) offsets of each element
 };
 
@@ -35,22 +37,29 @@ bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t
 Status ScanList(std::string_view s, ListLayout& out) {
   int depth = 0;
   bool in_items = false;
+  bool in_meta = false;  // inside the List's own metadata object
   size_t item_start = 0;
-  std::string last_key;
+  std::string last_key, meta_key;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c == '"') {
       size_t start = ++i;
       while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
       if (i >= s.size()) return Status::ParseError("unterminated string (truncated document?)");
-      if (depth == 1) {
+      if (depth == 1 || (in_meta && depth == 2)) {  // the List's own fields only
         std::string_view str = s.substr(start, i - start);
         size_t j = i + 1;
         while (j < s.size() && IsJsonSpace(s[j])) ++j;
-        if (j < s.size() && s[j] == ':') {
-          last_key.assign(str);
-        } else if (last_key == "kind") {
+        bool is_key = j < s.size() && s[j] == ':';
+        std::string& key = depth == 1 ? last_key : meta_key;
+        if (is_key) {
+          key.assign(str);
+        } else if (depth == 1 && key == "kind") {
           out.kind.assign(str);
+        } else if (depth == 2 && key == "continue") {
+          out.continue_token.assign(str);
+        } else if (depth == 2 && key == "resourceVersion") {
+          out.resource_version.assign(str);
         }
       } else if (in_items && depth == 2) {
         return Status::ParseError("items[" + std::to_string(out.items.size()) + "]: not an object");
@@ -61,6 +70,8 @@ Status ScanList(std::string_view s, ListLayout& out) {
       if (depth == 1 && c == '[' && last_key == "items") {
         in_items = true;
         out.has_items = true;
+      } else if (depth == 1 && c == '{' && last_key == "metadata") {
+        in_meta = true;
       } else if (in_items && depth == 2) {
         if (c != '{') {
           return Status::ParseError("items[" + std::to_string(out.items.size()) +
@@ -73,6 +84,7 @@ Status ScanList(std::string_view s, ListLayout& out) {
       if (--depth < 0) return Status::ParseError("unbalanced '" + std::string(1, c) + "'");
       if (in_items && depth == 2 && c == '}') out.items.push_back({item_start, i + 1});
       if (in_items && depth == 1 && c == ']') in_items = false;
+      if (in_meta && depth == 1) in_meta = false;
     } else if (in_items && depth == 2 && !IsJsonSpace(c) && c != ',') {
       return Status::ParseError("items[" + std::to_string(out.items.size()) + "]: not an object");
     }
@@ -105,8 +117,8 @@ Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layou
   return Status::Ok();
 }
 
-Status DecodePadded(const simdjson::padded_string& padded, const std::string& source,
-                    Snapshot& out) {
+Status DecodePadded(const simdjson::padded_string& padded, const std::string& source, Snapshot& out,
+                    ListMeta* meta) {
   std::string_view text(padded.data(), padded.size());
   if (!Trim(text).empty() && Trim(text)[0] == '{') {
     ListLayout layout;
@@ -116,6 +128,17 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
                    (layout.kind.size() > 4 && layout.kind.substr(layout.kind.size() - 4) == "List");
     if (is_list && !layout.has_items) {
       return Status::ParseError(source + ": " + layout.kind + " without an items array");
+    }
+    if (meta != nullptr) {
+      meta->kind = layout.kind;
+      meta->resource_version = layout.resource_version;
+      meta->continue_token = layout.continue_token;
+      if (meta->continue_token.find('\\') != std::string::npos) {
+        auto unescaped = nlohmann::json::parse("\"" + meta->continue_token + "\"", nullptr, false);
+        if (!unescaped.is_string())
+          return Status::ParseError(source + ": metadata.continue is not a string");
+        meta->continue_token = unescaped.get<std::string>();
+      }
     }
     if (is_list) {
       out.sources.push_back(source);
@@ -138,6 +161,7 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   if (auto e = ReadKind(root, kind)) {
     return Status::ParseError(source + ": " + simdjson::error_message(e));
   }
+  if (meta != nullptr) meta->kind = kind;
   out.sources.push_back(source);
   bool is_list = kind == "List" || (kind.size() > 4 && kind.substr(kind.size() - 4) == "List");
   if (!is_list) {
@@ -167,8 +191,8 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
 
 }  // namespace
 
-Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out) {
-  return DecodePadded(simdjson::padded_string(json), source, out);
+Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out, ListMeta* meta) {
+  return DecodePadded(simdjson::padded_string(json), source, out, meta);
 }
 
 Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out) {
@@ -213,7 +237,7 @@ Status LoadFile(const std::string& path, Snapshot& out) {
   }
   std::string_view t = Trim(std::string_view(text.data(), text.size()));
   if (t.empty()) return Status::ParseError(path + ": empty input");
-  if (t[0] == '{' || t[0] == '[') return DecodePadded(text, path, out);
+  if (t[0] == '{' || t[0] == '[') return DecodePadded(text, path, out, nullptr);
   return DecodeYaml(t, path, out);
 }
 

@@ -12,7 +12,15 @@ namespace tocsin::k8s {
 // kind), a *List, or a single object. Nodes, Pods and DaemonSets are decoded; other kinds are
 // counted. Errors name the source, the item and the field. Decodes with simdjson's on-demand
 // API: the document stays in memory once and objects are decoded straight into `out`.
-Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out);
+// `meta`, when given, receives the document's kind and, for a List, its metadata.continue and
+// resourceVersion (what a paginated list needs).
+struct ListMeta {
+  std::string kind;
+  std::string continue_token;
+  std::string resource_version;
+};
+Status DecodeJson(std::string_view json, const std::string& source, Snapshot& out,
+                  ListMeta* meta = nullptr);
 
 // The same for `-o yaml` output (converted to JSON first; meant for small snapshots).
 Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out);

@@ -47,5 +47,25 @@ TEST(DecodeTest, ErrorsNameSourceItemAndField) {
   EXPECT_FALSE(DecodeYaml("kind: [unclosed", "bad.yaml", s).ok());
 }
 
+TEST(DecodeTest, ListPageMetadata) {
+  Snapshot s;
+  ListMeta meta;
+  // Item metadata (depth 3) must not be mistaken for the List's own.
+  ASSERT_TRUE(DecodeJson(R"({"kind":"PodList","apiVersion":"v1",
+      "metadata":{"resourceVersion":"1234","continue":"eyJzdGFydCI6IDJ9\u003d","remainingItemCount":3},
+      "items":[{"metadata":{"name":"p","namespace":"n","continue":"no","resourceVersion":"9"}}]})",
+                         "page", s, &meta)
+                  .ok());
+  EXPECT_EQ(meta.kind, "PodList");
+  EXPECT_EQ(meta.resource_version, "1234");
+  EXPECT_EQ(meta.continue_token, "eyJzdGFydCI6IDJ9=");  // JSON escapes decoded
+  EXPECT_EQ(s.pods.size(), 1u);
+
+  ListMeta last;
+  ASSERT_TRUE(DecodeJson(R"({"kind":"NodeList","metadata":{},"items":[]})", "end", s, &last).ok());
+  EXPECT_EQ(last.kind, "NodeList");
+  EXPECT_TRUE(last.continue_token.empty());
+}
+
 }  // namespace
 }  // namespace tocsin::k8s

@@ -1,0 +1,300 @@
+#include "k8s/api_client.h"
+
+#include <curl/curl.h>
+
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "base/strings.h"
+#include "tocsin/version.h"
+
+namespace tocsin::k8s {
+namespace {
+
+struct Sink {
+  std::string* body;
+  size_t max;
+  bool overflow = false;
+};
+
+size_t WriteBody(char* data, size_t size, size_t n, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  size_t bytes = size * n;
+  if (sink->body->size() + bytes > sink->max) {
+    sink->overflow = true;
+    return 0;  // makes curl fail the transfer
+  }
+  sink->body->append(data, bytes);
+  return bytes;
+}
+
+bool Retryable(long status) { return status == 429 || status >= 500; }
+
+std::string Duration(std::chrono::milliseconds ms) {
+  return ms.count() % 1000 == 0 ? std::to_string(ms.count() / 1000) + " s"
+                                : std::to_string(ms.count()) + " ms";
+}
+
+CURLcode SetBlob(CURL* c, CURLoption option, const std::string& pem) {
+  curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+  return curl_easy_setopt(c, option, &blob);
+}
+
+}  // namespace
+
+std::string ApiErrorText(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object() && j.value("kind", "") == "Status") {
+    std::string msg = j.value("message", "");
+    std::string reason = j.value("reason", "");
+    if (!msg.empty()) return msg;
+    if (!reason.empty()) return reason;
+  }
+  std::string text(Trim(body));
+  if (text.size() > 200) text = text.substr(0, 200) + "...";
+  return text;
+}
+
+ApiClient::ApiClient(ClusterAccess access, ClientOptions options)
+    : access_(std::move(access)), options_(options) {}
+
+ApiClient::~ApiClient() {
+  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, ClientOptions options) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (access.server.rfind("https://", 0) != 0 && access.server.rfind("http://", 0) != 0) {
+    return Status::InvalidArgument(access.origin + ": server \"" + access.server +
+                                   "\" is not an http(s) URL");
+  }
+  if (!access.tls_server_name.empty()) {
+    return Status::InvalidArgument(access.origin +
+                                   ": tls-server-name is not supported; connect "
+                                   "through a server address that the certificate names");
+  }
+  std::unique_ptr<ApiClient> client(new ApiClient(std::move(access), options));
+  CURL* c = curl_easy_init();
+  if (c == nullptr) return Status::Internal("curl_easy_init failed");
+  client->curl_ = c;
+  const ClusterAccess& a = client->access_;
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: lists shrink ~10x
+  curl_easy_setopt(c, CURLOPT_USERAGENT, (std::string("tocsin/") + kVersion).c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  if (!a.ca_pem.empty() && SetBlob(c, CURLOPT_CAINFO_BLOB, a.ca_pem) != CURLE_OK) {
+    return Status::Internal("libcurl cannot take a CA blob (needs libcurl >= 7.77)");
+  }
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, a.insecure_skip_tls_verify ? 0L : 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, a.insecure_skip_tls_verify ? 0L : 2L);
+  Status st = client->RefreshCredential(/*force=*/false);
+  if (!st.ok()) return st;
+  return client;
+}
+
+Status ApiClient::RefreshCredential(bool force) {
+  CURL* c = static_cast<CURL*>(curl_);
+  token_ = access_.token;
+  cert_pem_ = access_.client_cert_pem;
+  key_pem_ = access_.client_key_pem;
+  if (!access_.token_file.empty()) {
+    std::ifstream in(access_.token_file);
+    if (!in)
+      return Status::NotFound(access_.origin + ": cannot read token file " + access_.token_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    token_ = std::string(Trim(ss.str()));
+  }
+  if (access_.exec) {
+    std::optional<ExecCredential>& cached = exec_cred_;  // one plugin run per expiry
+    bool expired =
+        cached && cached->expires && *cached->expires <= Clock::now() + std::chrono::seconds(30);
+    if (!cached || expired || force) {
+      auto cred = RunExecPlugin(*access_.exec, access_, std::chrono::seconds(60));
+      if (!cred.ok()) return cred.status().WithPrefix(access_.origin);
+      cached = *cred;
+    }
+    if (!cached->token.empty()) token_ = cached->token;
+    if (!cached->client_cert_pem.empty()) {
+      cert_pem_ = cached->client_cert_pem;
+      key_pem_ = cached->client_key_pem;
+    }
+    cred_expires_ = cached->expires;
+  }
+  if (!cert_pem_.empty()) {
+    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    if (SetBlob(c, CURLOPT_SSLCERT_BLOB, cert_pem_) != CURLE_OK ||
+        SetBlob(c, CURLOPT_SSLKEY_BLOB, key_pem_) != CURLE_OK) {
+      return Status::Internal("libcurl cannot take a client certificate blob");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<HttpResponse> ApiClient::Exchange(const std::string& path) {
+  CURL* c = static_cast<CURL*>(curl_);
+  HttpResponse resp;
+  Sink sink{&resp.body, options_.max_body};
+  std::string url = access_.server + path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  std::string auth = "Authorization: Bearer " + token_;
+  if (!token_.empty()) headers = curl_slist_append(headers, auth.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  ++requests_;
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(headers);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
+  std::string where = "GET " + url;
+  if (sink.overflow) {
+    return Status::IoError(where + ": response larger than " + std::to_string(options_.max_body) +
+                           " bytes");
+  }
+  if (rc != CURLE_OK) {
+    std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT) {
+      return Status::Timeout(where + ": no complete answer within " +
+                             Duration(options_.request_timeout) + " (" + detail + ")");
+    }
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+        rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CONNECT_ERROR) {
+      return Status::InvalidArgument(where + ": TLS: " + detail);
+    }
+    return Status::Unavailable(where + ": " + detail);
+  }
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  return resp;
+}
+
+Result<std::string> ApiClient::Get(const std::string& path) {
+  auto backoff = options_.backoff;
+  bool reauthenticated = false;
+  Status last;
+  for (int attempt = 1; attempt <= options_.attempts; ++attempt) {
+    if (access_.exec && cred_expires_ &&
+        *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
+      if (Status st = RefreshCredential(false); !st.ok()) return st;
+    }
+    auto r = Exchange(path);
+    last_status_ = r.ok() ? r->status : 0;
+    std::string where = "GET " + access_.server + path;
+    if (r.ok() && r->status >= 200 && r->status < 300) return std::move(r->body);
+    if (r.ok() && r->status == 401 && access_.exec && !reauthenticated) {
+      // The plugin's credential may have been revoked early: ask it again, once.
+      reauthenticated = true;
+      if (Status st = RefreshCredential(true); !st.ok()) return st;
+      --attempt;
+      continue;
+    }
+    if (r.ok()) {
+      std::string text = "HTTP " + std::to_string(r->status) + ": " + ApiErrorText(r->body);
+      if (!Retryable(r->status)) {
+        if (r->status == 401) {
+          return Status::InvalidArgument(where + ": " + text + " (credentials from " +
+                                         access_.origin + " were not accepted)");
+        }
+        if (r->status == 403) {
+          return Status::InvalidArgument(where + ": " + text +
+                                         " (see deploy/rbac/audit.yaml for the rights needed)");
+        }
+        if (r->status == 404) return Status::NotFound(where + ": " + text);
+        return Status::InvalidArgument(where + ": " + text);
+      }
+      last = Status::Unavailable(where + ": " + text);
+    } else {
+      if (r.status().code() == StatusCode::kInvalidArgument) return r.status();  // TLS
+      last = r.status();
+    }
+    if (attempt < options_.attempts) {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+    }
+  }
+  return last.WithPrefix("after " + std::to_string(options_.attempts) + " attempts");
+}
+
+Status ApiClient::DecodePages(const std::string& collection, const std::string& kind, int64_t limit,
+                              Snapshot& out, bool& gone) {
+  CURL* c = static_cast<CURL*>(curl_);
+  std::string cont;
+  int page = 0;
+  do {
+    std::string path = collection;
+    if (limit > 0) path += "?limit=" + std::to_string(limit);
+    if (!cont.empty()) {
+      char* esc = curl_easy_escape(c, cont.c_str(), static_cast<int>(cont.size()));
+      path += std::string("&continue=") + esc;
+      curl_free(esc);
+    }
+    auto body = Get(path);
+    if (!body.ok()) {
+      if (page > 0 && last_status_ == 410) {
+        gone = true;
+        return Status::Ok();
+      }
+      return body.status();
+    }
+    ListMeta meta;
+    std::string source = access_.server + path;
+    Status st = DecodeJson(*body, source, out, &meta);
+    if (!st.ok()) return st;
+    if (meta.kind != kind + "List") {
+      return Status::ParseError("GET " + source + ": answered kind \"" + meta.kind + "\", want " +
+                                kind + "List");
+    }
+    cont = meta.continue_token;
+    ++page;
+  } while (!cont.empty());
+  return Status::Ok();
+}
+
+Status ApiClient::List(const std::string& collection, const std::string& kind, Snapshot& out) {
+  size_t nodes = out.nodes.size(), pods = out.pods.size(), ds = out.daemonsets.size();
+  size_t sources = out.sources.size();
+  bool gone = false;
+  Status st = DecodePages(collection, kind, options_.page_size, out, gone);
+  if (!st.ok() || !gone) return st;
+  // The continue token expired mid-list: drop this resource's pages and list it whole.
+  out.nodes.resize(nodes);
+  out.pods.resize(pods);
+  out.daemonsets.resize(ds);
+  out.sources.resize(sources);
+  return DecodePages(collection, kind, 0, out, gone);
+}
+
+}  // namespace tocsin::k8s
+
+namespace tocsin::k8s {
+
+Status LoadCluster(ApiClient& client, Snapshot& out) {
+  struct Collection {
+    const char* path;
+    const char* kind;
+  };
+  for (const Collection& c :
+       {Collection{"/api/v1/nodes", "Node"}, Collection{"/api/v1/pods", "Pod"},
+        Collection{"/apis/apps/v1/daemonsets", "DaemonSet"}}) {
+    size_t sources = out.sources.size();
+    Status st = client.List(c.path, c.kind, out);
+    if (!st.ok()) return st;
+    out.sources.resize(sources);  // one source per cluster, not per page
+  }
+  out.sources.push_back(client.access().server);
+  return Status::Ok();
+}
+
+}  // namespace tocsin::k8s

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "k8s/decode.h"
+#include "k8s/exec_credential.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/objects.h"
+
+namespace tocsin::k8s {
+
+struct ClientOptions {
+  std::chrono::milliseconds request_timeout{30000};  // one HTTP exchange, connect included
+  std::chrono::milliseconds connect_timeout{10000};
+  int attempts = 4;                        // per request: transport errors, 429 and 5xx retry
+  std::chrono::milliseconds backoff{250};  // doubled after each failed attempt
+  std::chrono::milliseconds max_backoff{4000};
+  int64_t page_size = 500;  // `limit` of each list request, as kubectl
+  size_t max_body = 1ull << 30;
+};
+
+// An HTTP response: status and body.
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+};
+
+// A read-only Kubernetes API client over libcurl: TLS verified against the cluster CA (or the
+// system store), client certificates, bearer tokens (also from a rotating token file) and exec
+// credential plugins (re-run when the credential expires or the server answers 401).
+// Errors name the server, the request and the HTTP status with the API's own message.
+class ApiClient {
+ public:
+  static Result<std::unique_ptr<ApiClient>> Create(ClusterAccess access, ClientOptions options);
+  ~ApiClient();
+  ApiClient(const ApiClient&) = delete;
+  ApiClient& operator=(const ApiClient&) = delete;
+
+  // GET `path` (with its query); 2xx only, after bounded retries.
+  Result<std::string> Get(const std::string& path);
+
+  // Lists a collection (e.g. "/api/v1/pods") page by page with limit/continue, decoding every
+  // page into `out` (which must be a `<kind>List`). A continue token that expired (410) restarts
+  // the list once without pagination, as client-go's pager does.
+  Status List(const std::string& collection, const std::string& kind, Snapshot& out);
+
+  const ClusterAccess& access() const { return access_; }
+  int requests() const { return requests_; }
+
+ private:
+  ApiClient(ClusterAccess access, ClientOptions options);
+  Status RefreshCredential(bool force);
+  Result<HttpResponse> Exchange(const std::string& path);  // one attempt, no retries
+  Status DecodePages(const std::string& collection, const std::string& kind, int64_t limit,
+                     Snapshot& out, bool& gone);
+
+  ClusterAccess access_;
+  ClientOptions options_;
+  void* curl_ = nullptr;  // CURL*
+  std::string token_;
+  std::string cert_pem_, key_pem_;
+  std::optional<TimePoint> cred_expires_;
+  std::optional<ExecCredential> exec_cred_;
+  long last_status_ = 0;  // HTTP status of the last exchange (0: none)
+  int requests_ = 0;
+};
+
+// Lists the objects the audit reads (nodes, pods, daemonsets; all namespaces) into `out`.
+Status LoadCluster(ApiClient& client, Snapshot& out);
+
+// The error text of a Kubernetes Status body ({"kind":"Status","message":...}), or a short
+// excerpt of any other body.
+std::string ApiErrorText(const std::string& body);
+
+}  // namespace tocsin::k8s
