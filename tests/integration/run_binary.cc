@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +52,8 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
   posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
   pid_t pid = 0;
   RunResult result;
-  if (posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) {
+  auto spawn = binary.find('/') == std::string::npos ? posix_spawnp : posix_spawn;
+  if (spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -63,6 +66,40 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
   ::unlink(out_path);
   ::unlink(err_path);
   return result;
+}
+
+Server::Server(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe(fds) != 0) return;
+  std::vector<std::string> argv_s = argv;
+  std::vector<char*> cargv;
+  for (auto& a : argv_s) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  if (posix_spawnp(&pid_, cargv[0], &actions, nullptr, cargv.data(), environ) != 0) pid_ = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  // The first line is "PORT <n>"; wait for it at most 20 s.
+  std::string line;
+  pollfd pfd{fds[0], POLLIN, 0};
+  while (pid_ > 0 && line.find('\n') == std::string::npos && ::poll(&pfd, 1, 20000) > 0) {
+    char buf[256];
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (line.rfind("PORT ", 0) == 0) port_ = std::atoi(line.c_str() + 5);
+}
+
+Server::~Server() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
 }
 
 JsonRun RunTocsinJson(const std::vector<std::string>& args,

@@ -18,6 +18,21 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
                     const std::vector<std::string>& extra_env = {},
                     const std::string& stdin_path = "/dev/null");
 
+// A server started for a test (`argv[0]` looked up in PATH) that prints "PORT <n>" as its first
+// line once it listens; killed when this goes out of scope. port() is 0 if it did not start.
+class Server {
+ public:
+  explicit Server(const std::vector<std::string>& argv);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int pid_ = -1;
+  int port_ = 0;
+};
+
 // A `tocsin ... -o json` run: its exit code and report.
 struct JsonRun {
   int exit_code = -1;
