@@ -1,0 +1,225 @@
+#include "ranks/world.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+#include "ranks/coordinator.h"
+#include "tocsin/version.h"
+
+namespace tocsin::ranks {
+namespace {
+
+using nlohmann::json;
+
+Status EnvInt(const std::map<std::string, std::string>& env, const char* name, int& out) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return Status::Ok();
+  auto v = ParseInt64(it->second);
+  if (!v || *v < 0 || *v > 1000000) {
+    return Status::InvalidArgument(std::string(name) + "=" + it->second + " is not a count");
+  }
+  out = static_cast<int>(*v);
+  return Status::Ok();
+}
+
+std::string Hostname() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+std::string Peer::Name() const {
+  return "rank " + std::to_string(rank) + " (" + host + (ip.empty() ? "" : " " + ip) + ")";
+}
+
+std::map<std::string, std::string> RankEnvironment() {
+  std::map<std::string, std::string> env;
+  for (const char* k : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "JOB_COMPLETION_INDEX",
+                        "TOCSIN_BENCH_TOKEN"}) {
+    if (const char* v = std::getenv(k)) env[k] = v;
+  }
+  return env;
+}
+
+Status ApplyEnvironment(WorldOptions& o, const std::map<std::string, std::string>& env) {
+  if (o.rank < 0) {
+    if (Status st = EnvInt(env, "RANK", o.rank); !st.ok()) return st;
+  }
+  if (o.rank < 0) {
+    if (Status st = EnvInt(env, "JOB_COMPLETION_INDEX", o.rank); !st.ok()) return st;
+  }
+  if (o.world_size < 0) {
+    if (Status st = EnvInt(env, "WORLD_SIZE", o.world_size); !st.ok()) return st;
+  }
+  if (o.coordinator.empty()) {
+    auto addr = env.find("MASTER_ADDR");
+    auto port = env.find("MASTER_PORT");
+    if (addr != env.end() && !addr->second.empty()) {
+      bool v6 = addr->second.find(':') != std::string::npos;
+      o.coordinator = (v6 ? "[" + addr->second + "]" : addr->second) + ":" +
+                      (port != env.end() && !port->second.empty() ? port->second : "29500");
+    }
+  }
+  if (o.token.empty()) {
+    auto t = env.find("TOCSIN_BENCH_TOKEN");
+    if (t != env.end()) o.token = t->second;
+  }
+  return Status::Ok();
+}
+
+Status Validate(const WorldOptions& o) {
+  if (o.world_size < 1) {
+    return Status::InvalidArgument("world size unknown: pass --world-size or set WORLD_SIZE");
+  }
+  if (o.rank < 0) {
+    return Status::InvalidArgument(
+        "rank unknown: pass --rank or set RANK (or JOB_COMPLETION_INDEX in an Indexed Job)");
+  }
+  if (o.rank >= o.world_size) {
+    return Status::InvalidArgument("rank " + std::to_string(o.rank) + " is not below world size " +
+                                   std::to_string(o.world_size));
+  }
+  if (o.world_size > 1 && o.coordinator.empty()) {
+    return Status::InvalidArgument(
+        "no coordinator: pass --coordinator HOST:PORT or set MASTER_ADDR/MASTER_PORT");
+  }
+  if (o.world_size > 1) {
+    auto hp = SplitHostPort(o.coordinator);
+    if (!hp.ok()) return hp.status().WithPrefix("--coordinator");
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
+  if (Status st = Validate(options); !st.ok()) return st;
+  std::unique_ptr<World> w(new World(options));
+  w->coordinator_name_ = "coordinator " + options.coordinator;
+  auto hp = SplitHostPort(options.coordinator);
+  if (!hp.ok()) return hp.status();
+  auto [host, port] = *hp;
+  Deadline deadline = DeadlineIn(options.timeout);
+  if (options.rank == 0) {
+    // Rank 0 serves the coordinator on every interface (MASTER_ADDR names this host).
+    bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
+    auto listener = Listen(loopback ? host : "", port);
+    if (!listener.ok()) return listener.status().WithPrefix("rank 0 cannot be the coordinator");
+    if (port == 0) {
+      port = LocalPort(listener->get());
+      w->options_.coordinator = host + ":" + std::to_string(port);
+    }
+    w->coordinator_ = std::make_unique<Coordinator>(w->options_, std::move(*listener));
+    w->coordinator_thread_ = std::thread([c = w->coordinator_.get()] { c->Run(); });
+  }
+  auto fd = ConnectRetry(host, port, deadline);
+  if (!fd.ok()) {
+    return Status::Timeout("rank " + std::to_string(options.rank) + ": " + fd.status().message() +
+                           " (is rank 0 running?)");
+  }
+  TuneStream(fd->get());
+  w->local_ip_ = LocalAddress(fd->get());
+  w->control_ = std::move(*fd);
+  return w;
+}
+
+World::World(WorldOptions options) : options_(std::move(options)) {}
+
+World::~World() {
+  if (!left_) Abort("rank " + std::to_string(options_.rank) + " stopped");
+  control_ = Fd();
+  if (coordinator_thread_.joinable()) coordinator_thread_.join();
+}
+
+Result<std::string> World::Expect(const std::string& type) {
+  // The coordinator bounds every round itself; this bound only covers a coordinator that hangs.
+  Deadline deadline = DeadlineIn(options_.timeout * 2 + std::chrono::seconds(5));
+  auto frame = ReadFrame(control_.get(), deadline, coordinator_name_);
+  if (!frame.ok()) {
+    left_ = true;
+    if (frame.status().code() == StatusCode::kIoError) {
+      return Status::Unavailable(coordinator_name_ +
+                                 " (rank 0) went away: " + frame.status().message());
+    }
+    return frame.status();
+  }
+  json j = json::parse(*frame, nullptr, false);
+  if (!j.is_object()) return Status::ParseError(coordinator_name_ + ": not a tocsin frame");
+  std::string got = j.value("type", "");
+  if (got == "abort" || got == "refused") {
+    left_ = true;
+    return Status::Unavailable(j.value("reason", "aborted"));
+  }
+  if (got != type) {
+    return Status::ParseError(coordinator_name_ + ": expected " + type + ", got " + got);
+  }
+  return *frame;
+}
+
+Result<std::vector<Peer>> World::Join(const std::string& data_address) {
+  json hello = {{"type", "hello"},
+                {"version", kVersion},
+                {"token", options_.token},
+                {"rank", options_.rank},
+                {"world_size", options_.world_size},
+                {"params", options_.params},
+                {"host", Hostname()},
+                {"address", data_address}};
+  Status st =
+      WriteFrame(control_.get(), hello.dump(), DeadlineIn(options_.timeout), coordinator_name_);
+  if (!st.ok()) return st;
+  TOCSIN_ASSIGN_OR_RETURN(std::string frame, Expect("roster"));
+  json j = json::parse(frame);
+  std::vector<Peer> peers;
+  for (const auto& p : j["peers"]) {
+    peers.push_back(
+        {p.value("rank", -1), p.value("host", ""), p.value("ip", ""), p.value("address", "")});
+  }
+  if (static_cast<int>(peers.size()) != options_.world_size) {
+    return Status::ParseError(coordinator_name_ + ": roster of " + std::to_string(peers.size()) +
+                              " ranks, want " + std::to_string(options_.world_size));
+  }
+  return peers;
+}
+
+Result<std::vector<std::string>> World::AllGather(const std::string& payload) {
+  json msg = {{"type", "gather"}, {"round", ++round_}, {"payload", payload}};
+  Status st =
+      WriteFrame(control_.get(), msg.dump(), DeadlineIn(options_.timeout), coordinator_name_);
+  if (!st.ok()) return st;
+  TOCSIN_ASSIGN_OR_RETURN(std::string frame, Expect("gathered"));
+  json j = json::parse(frame);
+  return j["payloads"].get<std::vector<std::string>>();
+}
+
+Status World::Barrier() { return AllGather("").status(); }
+
+Status World::PollAbort() {
+  pollfd p{control_.get(), POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return Status::Ok();
+  auto frame = Expect("abort");  // anything readable now is an abort or a closed coordinator
+  return frame.ok() ? Status::Unavailable("aborted") : frame.status();
+}
+
+void World::Abort(const std::string& reason) {
+  if (coordinator_) coordinator_->Stop("rank 0 failed: " + reason);
+  if (left_ || !control_.valid()) return;
+  left_ = true;
+  json msg = {{"type", "abort"}, {"reason", reason}};
+  (void)WriteFrame(control_.get(), msg.dump(), DeadlineIn(std::chrono::seconds(2)),
+                   coordinator_name_);
+}
+
+void World::Leave() {
+  if (left_ || !control_.valid()) return;
+  left_ = true;
+  (void)WriteFrame(control_.get(), R"({"type":"bye"})", DeadlineIn(std::chrono::seconds(5)),
+                   coordinator_name_);
+  if (coordinator_thread_.joinable()) coordinator_thread_.join();
+}
+
+}  // namespace tocsin::ranks
