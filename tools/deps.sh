@@ -9,6 +9,9 @@ PACKAGES=(
   clang libclang-rt-14-dev llvm
   # libraries
   libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libsimdjson-dev libcurl4-openssl-dev
+  libfabric-dev
+  # bench net: libfabric's fi_info, namespaces and tc for the multi-node tests
+  libfabric-bin iproute2
   # live `audit` tests: certificates for the test API server, and kubectl as a real client
   openssl
   # fixture generators and bench/ scripts (GNU time for peak RSS)

@@ -6,6 +6,7 @@
 
 #include "base/report.h"
 #include "cli/audit_command.h"
+#include "cli/bench_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
 #include "tocsin/version.h"
@@ -20,8 +21,10 @@ int Main(int argc, char** argv) {
         "tocsin"};
     app.set_version_flag("--version", std::string("tocsin ") + kVersion);
     app.require_subcommand(1);
+    SetProcessArgs(argc, argv);
     std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app),
                                      AddAuditCommand(app)};
+    for (auto& c : AddBenchCommands(app)) commands.push_back(c);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

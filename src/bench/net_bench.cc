@@ -1,0 +1,360 @@
+#include "bench/net_bench.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "bench/collectives.h"
+#include "bench/results.h"
+#include "bench/transport.h"
+
+namespace tocsin::bench {
+namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr size_t kMaxBytes = 1ull << 30;  // every run's traffic is bounded
+
+double Micros(SteadyClock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+// Page-aligned buffers, registered with the transport once.
+struct Buffers {
+  std::vector<float> send, recv, tmp;
+};
+
+class Run {
+ public:
+  Run(const NetBenchOptions& o, ranks::World& w, Transport& t) : o_(o), world_(w), t_(t) {}
+
+  Deadline OpDeadline() const { return ranks::DeadlineIn(o_.world.timeout); }
+
+  Status Allocate(size_t max_bytes, int n) {
+    size_t count = max_bytes / sizeof(float) + n;
+    b_.send.assign(count, 0);
+    b_.recv.assign(count, 0);
+    b_.tmp.assign(count / n + 2, 0);
+    for (auto* v : {&b_.send, &b_.recv, &b_.tmp}) {
+      Status st = t_.RegisterBuffer(v->data(), v->size() * sizeof(float));
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
+
+  // One collective over the sweep; rank 0 gets rows averaged over ranks.
+  Result<TestResult> Collective(const bench::Collective& c, const std::vector<size_t>& sizes) {
+    int n = world_.size(), r = world_.rank();
+    json mine = json::array();
+    for (size_t bytes : sizes) {
+      size_t count = c.Count(bytes, n);
+      if (count == 0) continue;
+      c.Init(b_.send.data(), count, r, n);
+      int64_t wrong = -1;
+      if (o_.check) {
+        std::fill(b_.recv.begin(), b_.recv.begin() + c.RecvCount(count, n), -1.0f);
+        Status st =
+            c.Run(t_, b_.send.data(), b_.recv.data(), b_.tmp.data(), count, r, n, OpDeadline());
+        if (!st.ok()) return st;
+        wrong = static_cast<int64_t>(c.Wrong(b_.recv.data(), count, r, n));
+      }
+      for (int i = 0; i < o_.warmup; ++i) {
+        Status st =
+            c.Run(t_, b_.send.data(), b_.recv.data(), b_.tmp.data(), count, r, n, OpDeadline());
+        if (!st.ok()) return st;
+      }
+      if (Status st = world_.Barrier(); !st.ok()) return st;
+      auto start = SteadyClock::now();
+      for (int i = 0; i < o_.iters; ++i) {
+        Status st =
+            c.Run(t_, b_.send.data(), b_.recv.data(), b_.tmp.data(), count, r, n, OpDeadline());
+        if (!st.ok()) return st;
+      }
+      double us = Micros(SteadyClock::now() - start) / o_.iters;
+      mine.push_back(
+          {{"bytes", count * sizeof(float)}, {"count", count}, {"us", us}, {"wrong", wrong}});
+    }
+    TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(mine.dump()));
+    TestResult out{c.name(), c.redop(), c.BusBwFactor(n), {}};
+    std::vector<json> per_rank;
+    for (const auto& s : all) per_rank.push_back(json::parse(s));
+    for (size_t i = 0; i < per_rank[0].size(); ++i) {
+      SweepRow row;
+      row.bytes = per_rank[0][i]["bytes"];
+      row.count = per_rank[0][i]["count"];
+      double sum = 0;
+      for (const auto& pr : per_rank) {
+        sum += pr[i]["us"].get<double>();
+        int64_t w = pr[i]["wrong"];
+        if (w >= 0) row.wrong = std::max<int64_t>(row.wrong, 0) + w;
+      }
+      row.time_us = sum / per_rank.size();
+      row.algbw = row.time_us > 0 ? row.bytes / row.time_us / 1e3 : 0;
+      row.busbw = row.algbw * out.factor;
+      out.rows.push_back(row);
+    }
+    return out;
+  }
+
+  // Streams `iters` messages of `bytes` from `from` to `to` (the others wait); the sender times
+  // from the receiver's "ready" to its final acknowledgement.
+  Result<double> Stream(int from, int to, size_t bytes, int64_t& wrong) {
+    int me = world_.rank();
+    char token = 1;
+    char* buf = reinterpret_cast<char*>(b_.send.data());
+    char* rbuf = reinterpret_cast<char*>(b_.recv.data());
+    if (me == from) {
+      for (size_t i = 0; i < bytes / sizeof(float); ++i) b_.send[i] = InputValue(from, i);
+      for (int i = 0; i < o_.warmup; ++i) {
+        if (Status st = t_.SendRecv(to, buf, bytes, -1, nullptr, 0, OpDeadline()); !st.ok())
+          return st;
+      }
+      if (Status st = t_.SendRecv(-1, nullptr, 0, to, &token, 1, OpDeadline()); !st.ok()) return st;
+      auto start = SteadyClock::now();
+      for (int i = 0; i < o_.iters; ++i) {
+        if (Status st = t_.SendRecv(to, buf, bytes, -1, nullptr, 0, OpDeadline()); !st.ok())
+          return st;
+      }
+      if (Status st = t_.SendRecv(-1, nullptr, 0, to, &token, 1, OpDeadline()); !st.ok()) return st;
+      return Micros(SteadyClock::now() - start) / o_.iters;
+    }
+    for (int i = 0; i < o_.warmup; ++i) {
+      if (Status st = t_.SendRecv(-1, nullptr, 0, from, rbuf, bytes, OpDeadline()); !st.ok())
+        return st;
+    }
+    if (Status st = t_.SendRecv(from, &token, 1, -1, nullptr, 0, OpDeadline()); !st.ok()) return st;
+    for (int i = 0; i < o_.iters; ++i) {
+      if (Status st = t_.SendRecv(-1, nullptr, 0, from, rbuf, bytes, OpDeadline()); !st.ok())
+        return st;
+    }
+    if (Status st = t_.SendRecv(from, &token, 1, -1, nullptr, 0, OpDeadline()); !st.ok()) return st;
+    if (o_.check) {
+      int64_t bad = 0;
+      for (size_t i = 0; i < bytes / sizeof(float); ++i) bad += b_.recv[i] != InputValue(from, i);
+      wrong = std::max<int64_t>(wrong, 0) + bad;
+    }
+    return 0.0;
+  }
+
+  // Half the round trip of 8-byte messages between a and b.
+  Result<double> Latency(int a, int b) {
+    int me = world_.rank(), peer = me == a ? b : a;
+    char msg[8] = {0};
+    int rounds = 10 + std::max(o_.iters, 10);
+    auto start = SteadyClock::now();
+    for (int i = 0; i < rounds; ++i) {
+      if (i == 10) start = SteadyClock::now();
+      Status st = me == a ? t_.SendRecv(peer, msg, 8, -1, nullptr, 0, OpDeadline())
+                          : t_.SendRecv(-1, nullptr, 0, peer, msg, 8, OpDeadline());
+      if (st.ok()) {
+        st = me == a ? t_.SendRecv(-1, nullptr, 0, peer, msg, 8, OpDeadline())
+                     : t_.SendRecv(peer, msg, 8, -1, nullptr, 0, OpDeadline());
+      }
+      if (!st.ok()) return st;
+    }
+    return Micros(SteadyClock::now() - start) / (rounds - 10) / 2;
+  }
+
+  // Every pair alone, both directions, every size; rank 0 gets the sweep rows and pairs.
+  Status P2p(const std::vector<size_t>& sizes, TestResult& result, std::vector<PairResult>& pairs) {
+    int n = world_.size(), me = world_.rank();
+    json mine = json::array();  // {"a","b","from","bytes","us"} measured here, and wrong counts
+    int64_t wrong = o_.check ? 0 : -1;
+    std::vector<size_t> used;
+    for (size_t bytes : sizes) {
+      if (bytes / sizeof(float) > 0) used.push_back(bytes / sizeof(float) * sizeof(float));
+    }
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) {
+        if (Status st = world_.Barrier(); !st.ok()) return st;
+        if (me != a && me != b) continue;
+        TOCSIN_ASSIGN_OR_RETURN(double lat, Latency(a, b));
+        if (me == a) mine.push_back({{"a", a}, {"b", b}, {"latency_us", lat}});
+        for (size_t bytes : used) {
+          for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+            TOCSIN_ASSIGN_OR_RETURN(double us, Stream(from, to, bytes, wrong));
+            if (me == from) {
+              mine.push_back({{"a", a}, {"b", b}, {"from", from}, {"bytes", bytes}, {"us", us}});
+            }
+          }
+        }
+      }
+    }
+    mine.push_back({{"wrong", wrong}});
+    TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(mine.dump()));
+    result = {"p2p", "none", 1.0, {}};
+    std::map<std::pair<int, int>, PairResult> by_pair;
+    std::map<size_t, std::vector<double>> times;
+    int64_t wrong_total = -1;
+    for (const auto& s : all) {
+      for (const auto& m : json::parse(s)) {
+        if (m.contains("wrong")) {
+          int64_t w = m["wrong"];
+          if (w >= 0) wrong_total = std::max<int64_t>(wrong_total, 0) + w;
+          continue;
+        }
+        auto& p = by_pair[{m["a"], m["b"]}];
+        p.a = m["a"];
+        p.b = m["b"];
+        if (m.contains("latency_us")) {
+          p.latency_us = m["latency_us"];
+          continue;
+        }
+        PairDirection d{m["from"], m["from"] == p.a ? p.b : p.a, m["bytes"], m["us"]};
+        times[d.bytes].push_back(d.time_us);
+        if (d.bytes == used.back()) (d.from == p.a ? p.ab_gbps : p.ba_gbps) = d.gbps();
+      }
+    }
+    for (size_t bytes : used) {
+      SweepRow row;
+      row.bytes = bytes;
+      row.count = bytes / sizeof(float);
+      double sum = 0;
+      for (double t : times[bytes]) sum += t;
+      row.time_us = times[bytes].empty() ? 0 : sum / times[bytes].size();
+      row.algbw = row.busbw = row.time_us > 0 ? bytes / row.time_us / 1e3 : 0;
+      row.wrong = bytes == used.back() ? wrong_total : (o_.check ? 0 : -1);
+      result.rows.push_back(row);
+    }
+    for (auto& [k, p] : by_pair) pairs.push_back(p);
+    return Status::Ok();
+  }
+
+ private:
+  const NetBenchOptions& o_;
+  ranks::World& world_;
+  Transport& t_;
+  Buffers b_;
+};
+
+std::string ParamsText(const NetBenchOptions& o) {
+  json p = {
+      {"tests", o.tests},      {"b", o.min_bytes}, {"e", o.max_bytes}, {"f", o.factor},
+      {"w", o.warmup},         {"n", o.iters},     {"c", o.check},     {"transport", o.transport},
+      {"provider", o.provider}};
+  return p.dump();
+}
+
+Report FailureReport(const std::string& reason, int rank) {
+  Report report;
+  report.command = "bench net";
+  report.generated_at = Clock::now();
+  report.findings.push_back({"net.rank.failed",
+                             Severity::kCritical,
+                             "rank " + std::to_string(rank),
+                             reason,
+                             std::nullopt,
+                             {{"reported_by_rank", rank}}});
+  return report;
+}
+
+}  // namespace
+
+std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor) {
+  std::vector<size_t> out;
+  for (size_t s = min_bytes; s <= max_bytes && s > 0; s *= factor) {
+    out.push_back(s);
+    if (factor <= 1) break;
+  }
+  return out;
+}
+
+Status ValidateNetBench(const NetBenchOptions& o) {
+  for (const auto& t : o.tests) {
+    if (t != "p2p" && !MakeCollective(t)) {
+      return Status::InvalidArgument("unknown test \"" + t +
+                                     "\" (p2p, allreduce, allgather, alltoall)");
+    }
+  }
+  if (o.tests.empty()) return Status::InvalidArgument("no test given (-t)");
+  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes) {
+    return Status::InvalidArgument("sizes: want 0 < -b <= -e");
+  }
+  if (o.max_bytes > kMaxBytes) return Status::InvalidArgument("-e is limited to 1 GiB");
+  if (o.factor < 2) return Status::InvalidArgument("-f must be at least 2");
+  if (o.iters < 1 || o.iters > 100000 || o.warmup < 0 || o.warmup > 100000) {
+    return Status::InvalidArgument("-n must be 1..100000 and -w 0..100000");
+  }
+  if (o.transport != "tcp" && o.transport != "fabric") {
+    return Status::InvalidArgument("--transport is tcp or fabric, not \"" + o.transport + "\"");
+  }
+  if (!o.provider.empty() && o.transport != "fabric") {
+    return Status::InvalidArgument("--provider needs --transport fabric");
+  }
+  return ranks::Validate(o.world);
+}
+
+Result<Report> RunNetBench(const NetBenchOptions& o) {
+  if (Status st = ValidateNetBench(o); !st.ok()) return st;
+  Report report;
+  report.command = "bench net";
+  report.generated_at = Clock::now();
+  std::string me = "rank " + std::to_string(o.world.rank);
+  ranks::WorldOptions wo = o.world;
+  wo.params = ParamsText(o);  // every rank must run the same benchmark
+  auto world = ranks::World::Connect(wo);
+  if (!world.ok()) return FailureReport(world.status().message(), o.world.rank);
+  ranks::World& w = **world;
+  if (w.rank() == 0 && o.on_coordinator) o.on_coordinator(w.options().coordinator);
+  std::string ip = o.bind_ip.empty() ? w.local_ip() : o.bind_ip;
+  auto transport = o.transport == "tcp"
+                       ? CreateTcpTransport(ip, w.rank(), w.control_fd())
+                       : CreateFabricTransport(o.provider, ip, w.rank(), w.control_fd());
+  if (!transport.ok()) {
+    w.Abort(me + ": " + transport.status().message());
+    return transport.status();
+  }
+  Transport& t = **transport;
+  report.host = t.info().ip;
+  if (o.require_rdma && !t.info().rdma) {
+    w.Abort(me + " refused to run: " + t.info().Describe() + " is not RDMA");
+    report.findings.push_back(NotRdmaFinding(t.info(), me));
+    report.inventory = {{"transport",
+                         {{"kind", t.info().kind},
+                          {"provider", t.info().provider},
+                          {"rdma", false},
+                          {"description", t.info().Describe()}}}};
+    return report;
+  }
+  // From here on a failure anywhere aborts every rank with a reason that names the rank.
+  auto fail = [&](const Status& st) -> Report {
+    std::string reason = st.message();
+    if (reason == "aborted") {
+      Status why = w.PollAbort();
+      reason = why.message();
+    } else {
+      w.Abort(me + ": " + reason);
+    }
+    return FailureReport(reason, w.rank());
+  };
+  auto peers = w.Join(t.address());
+  if (!peers.ok()) return FailureReport(peers.status().message(), w.rank());
+  if (Status st = t.Connect(*peers, ranks::DeadlineIn(o.world.timeout)); !st.ok()) return fail(st);
+  BenchOutcome outcome;
+  outcome.transport = t.info();
+  outcome.peers = *peers;
+  Run run(o, w, t);
+  std::vector<size_t> sizes = SweepSizes(o.min_bytes, o.max_bytes, o.factor);
+  if (Status st = run.Allocate(o.max_bytes, w.size()); !st.ok()) return fail(st);
+  for (const auto& name : o.tests) {
+    if (name == "p2p") {
+      if (w.size() < 2) continue;
+      TestResult r;
+      if (Status st = run.P2p(sizes, r, outcome.pairs); !st.ok()) return fail(st);
+      outcome.tests.push_back(r);
+      continue;
+    }
+    auto c = MakeCollective(name);
+    auto r = run.Collective(*c, sizes);
+    if (!r.ok()) return fail(r.status());
+    outcome.tests.push_back(*r);
+  }
+  w.Leave();
+  FillReport(outcome, o.min_busbw, o.straggler_ratio, report);
+  return report;
+}
+
+}  // namespace tocsin::bench

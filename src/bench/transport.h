@@ -1,0 +1,62 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ranks/socket.h"
+#include "ranks/world.h"
+
+namespace tocsin::bench {
+
+using ranks::Deadline;
+
+// What carries the bytes; the report always says it.
+struct TransportInfo {
+  std::string kind;       // "tcp" (sockets, what NCCL falls back to) or "fabric" (libfabric)
+  std::string provider;   // libfabric provider ("tcp;ofi_rxm", "verbs;ofi_rxm", "efa", ...)
+  std::string fabric;     // libfabric fabric name
+  std::string domain;     // libfabric domain (the NIC or interface)
+  std::string interface;  // the network interface of the address used
+  std::string ip;
+  bool rdma = false;
+  std::string Describe() const;  // "tcp sockets on eth0 (10.77.0.1)"
+};
+
+// libfabric providers that move data by RDMA (kernel bypass); everything else here is sockets or
+// shared memory.
+bool IsRdmaProvider(const std::string& provider);
+
+// The data plane of one rank: connections to every other rank, and a concurrent send+receive.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const TransportInfo& info() const = 0;
+  // What other ranks use to reach this one (published through the coordinator).
+  virtual std::string address() const = 0;
+  // Reaches every peer (by rank, this one included) before `deadline`.
+  virtual Status Connect(const std::vector<ranks::Peer>& peers, Deadline deadline) = 0;
+  // Sends `slen` bytes to rank `to` while receiving `rlen` bytes from rank `from` (either may be
+  // -1). Buffers passed here must lie in the buffers given to RegisterBuffer. Errors name the
+  // peer; an abort from the coordinator (control fd readable) ends the wait early.
+  virtual Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+                          Deadline deadline) = 0;
+  // Memory the transport may need to register (RDMA NICs); a no-op for sockets.
+  virtual Status RegisterBuffer(void* /*buf*/, size_t /*len*/) { return Status::Ok(); }
+};
+
+// Plain TCP sockets on the interface of `ip` (a full mesh, one connection per pair).
+Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int rank,
+                                                      int abort_fd);
+
+// libfabric reliable-datagram endpoint with tagged messages. `provider` empty: the first
+// provider libfabric offers (RDMA NICs come first when present).
+Result<std::unique_ptr<Transport>> CreateFabricTransport(const std::string& provider,
+                                                         const std::string& ip, int rank,
+                                                         int abort_fd);
+
+// The name of the interface that holds `ip` ("lo", "eth0"), or "" when none does.
+std::string InterfaceOf(const std::string& ip);
+
+}  // namespace tocsin::bench

@@ -1,0 +1,261 @@
+#include <poll.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <sched.h>
+
+#include <cstring>
+#include <map>
+
+#include "base/strings.h"
+#include "bench/transport.h"
+
+namespace tocsin::bench {
+namespace {
+
+std::string FiError(const char* call, int rc) {
+  return std::string(call) + ": " + fi_strerror(-rc) + " (" + std::to_string(rc) + ")";
+}
+
+// 60-bit tags: per-peer sequence (20 bits), sender rank (16), chunk (24). Every message of a
+// SendRecv call is unambiguous even when a fast peer's next call arrives early.
+uint64_t Tag(uint64_t seq, uint64_t sender, uint64_t chunk) {
+  return ((seq & 0xfffff) << 40) | ((sender & 0xffff) << 24) | (chunk & 0xffffff);
+}
+
+template <typename T>
+void CloseFid(T*& f) {
+  if (f != nullptr) fi_close(&f->fid);
+  f = nullptr;
+}
+
+class FabricTransport : public Transport {
+ public:
+  FabricTransport(int rank, int abort_fd) : rank_(rank), abort_fd_(abort_fd) {}
+  ~FabricTransport() override {
+    for (auto& [base, region] : regions_) CloseFid(region.mr);
+    CloseFid(ep_);
+    CloseFid(av_);
+    CloseFid(cq_);
+    CloseFid(domain_);
+    CloseFid(fabric_);
+    if (fi_ != nullptr) fi_freeinfo(fi_);
+  }
+
+  Status Open(const std::string& provider, const std::string& ip) {
+    fi_info* hints = fi_allocinfo();
+    hints->caps = FI_TAGGED;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->mode = FI_CONTEXT;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
+    // Bound to the address the coordinator sees first (the job's network); providers without
+    // IP addressing (shm) are asked again without it.
+    int rc = fi_getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
+    if (rc != 0) rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_);
+    fi_freeinfo(hints);
+    if (rc != 0) {
+      return Status::Unavailable("libfabric offers no reliable tagged endpoint" +
+                                 (provider.empty() ? std::string() : " for provider " + provider) +
+                                 ": " + FiError("fi_getinfo", rc));
+    }
+    info_.kind = "fabric";
+    info_.provider = fi_->fabric_attr->prov_name ? fi_->fabric_attr->prov_name : "";
+    info_.fabric = fi_->fabric_attr->name ? fi_->fabric_attr->name : "";
+    info_.domain = fi_->domain_attr->name ? fi_->domain_attr->name : "";
+    info_.ip = ip;
+    info_.interface = InterfaceOf(ip);
+    info_.rdma = IsRdmaProvider(info_.provider);
+    max_msg_ = std::min<size_t>(fi_->ep_attr->max_msg_size, 16u << 20);
+    mr_local_ = (fi_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+    return Status::Ok();
+  }
+
+  Status Enable() {
+    if (int rc = fi_fabric(fi_->fabric_attr, &fabric_, nullptr)) return Err("fi_fabric", rc);
+    if (int rc = fi_domain(fabric_, fi_, &domain_, nullptr)) return Err("fi_domain", rc);
+    fi_cq_attr cq_attr{};
+    cq_attr.format = FI_CQ_FORMAT_TAGGED;
+    cq_attr.wait_obj = FI_WAIT_UNSPEC;  // block in fi_cq_sread instead of spinning
+    if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
+      cq_attr.wait_obj = FI_WAIT_NONE;
+      waitable_ = false;
+      if (int rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr)) return Err("fi_cq_open", rc);
+    }
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    if (int rc = fi_av_open(domain_, &av_attr, &av_, nullptr)) return Err("fi_av_open", rc);
+    if (int rc = fi_endpoint(domain_, fi_, &ep_, nullptr)) return Err("fi_endpoint", rc);
+    if (int rc = fi_ep_bind(ep_, &av_->fid, 0)) return Err("fi_ep_bind(av)", rc);
+    if (int rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV))
+      return Err("fi_ep_bind(cq)", rc);
+    if (int rc = fi_enable(ep_)) return Err("fi_enable", rc);
+    char name[256];
+    size_t len = sizeof name;
+    if (int rc = fi_getname(&ep_->fid, name, &len)) return Err("fi_getname", rc);
+    address_ = EncodeBase64(std::string_view(name, len));
+    return Status::Ok();
+  }
+
+  const TransportInfo& info() const override { return info_; }
+  std::string address() const override { return address_; }
+
+  Status Connect(const std::vector<ranks::Peer>& peers, Deadline /*deadline*/) override {
+    peers_ = peers;
+    addrs_.assign(peers.size(), FI_ADDR_UNSPEC);
+    send_seq_.assign(peers.size(), 0);
+    recv_seq_.assign(peers.size(), 0);
+    for (size_t j = 0; j < peers.size(); ++j) {
+      auto blob = DecodeBase64(peers[j].address);
+      if (!blob) return Status::ParseError(peers[j].Name() + ": not a libfabric address");
+      int rc = fi_av_insert(av_, blob->data(), 1, &addrs_[j], 0, nullptr);
+      if (rc != 1) return Status::Unavailable(peers[j].Name() + ": " + FiError("fi_av_insert", rc));
+    }
+    return Status::Ok();
+  }
+
+  Status RegisterBuffer(void* buf, size_t len) override {
+    if (!mr_local_) return Status::Ok();
+    Region r{len, nullptr};
+    int rc = fi_mr_reg(domain_, buf, len, FI_SEND | FI_RECV, 0, 0, 0, &r.mr, nullptr);
+    if (rc != 0) return Err("fi_mr_reg", rc);
+    regions_[reinterpret_cast<uintptr_t>(buf)] = r;
+    return Status::Ok();
+  }
+
+  Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+                  Deadline deadline) override {
+    size_t rchunks = from < 0 ? 0 : std::max<size_t>(1, (rlen + max_msg_ - 1) / max_msg_);
+    size_t schunks = to < 0 ? 0 : std::max<size_t>(1, (slen + max_msg_ - 1) / max_msg_);
+    contexts_.resize(rchunks + schunks);
+    pending_ = 0;
+    uint64_t rseq = from < 0 ? 0 : recv_seq_[from]++;
+    uint64_t sseq = to < 0 ? 0 : send_seq_[to]++;
+    for (size_t c = 0; c < rchunks; ++c) {
+      size_t off = c * max_msg_, len = std::min(max_msg_, rlen - off);
+      char* p = static_cast<char*>(rbuf) + off;
+      Status st = Post(deadline, from, [&] {
+        return fi_trecv(ep_, p, len, Desc(p), addrs_[from], Tag(rseq, from, c), 0, &contexts_[c]);
+      });
+      if (!st.ok()) return st;
+    }
+    for (size_t c = 0; c < schunks; ++c) {
+      size_t off = c * max_msg_, len = std::min(max_msg_, slen - off);
+      const char* p = static_cast<const char*>(sbuf) + off;
+      Status st = Post(deadline, to, [&] {
+        return fi_tsend(ep_, p, len, Desc(p), addrs_[to], Tag(sseq, rank_, c),
+                        &contexts_[rchunks + c]);
+      });
+      if (!st.ok()) return st;
+    }
+    while (pending_ > 0) {
+      Status st = Progress(deadline, from >= 0 ? from : to);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Region {
+    size_t len;
+    fid_mr* mr;
+  };
+
+  Status Err(const char* call, int rc) {
+    return Status::Unavailable("libfabric " + info_.provider + ": " + FiError(call, rc));
+  }
+
+  void* Desc(const void* p) {
+    if (!mr_local_) return nullptr;
+    auto addr = reinterpret_cast<uintptr_t>(p);
+    auto it = regions_.upper_bound(addr);
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    return addr < it->first + it->second.len ? fi_mr_desc(it->second.mr) : nullptr;
+  }
+
+  template <typename F>
+  Status Post(Deadline deadline, int peer, F op) {
+    while (true) {
+      ssize_t rc = op();
+      if (rc == 0) {
+        ++pending_;
+        return Status::Ok();
+      }
+      if (rc != -FI_EAGAIN) return Err("posting to " + peers_[peer].Name(), static_cast<int>(rc));
+      Status st = Progress(deadline, peer);
+      if (!st.ok()) return st;
+    }
+  }
+  Status Err(const std::string& what, int rc) {
+    return Status::Unavailable("libfabric " + info_.provider + ": " + what + ": " +
+                               fi_strerror(-rc));
+  }
+
+  // Reads completions (waiting up to 10 ms), and checks the deadline and the abort fd.
+  Status Progress(Deadline deadline, int peer) {
+    fi_cq_tagged_entry entries[16];
+    ssize_t n =
+        waitable_ ? fi_cq_sread(cq_, entries, 16, nullptr, 10) : fi_cq_read(cq_, entries, 16);
+    if (n > 0) {
+      pending_ -= static_cast<int>(n);
+      return Status::Ok();
+    }
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      fi_cq_readerr(cq_, &err, 0);
+      const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
+      return Status::IoError("libfabric " + info_.provider + ": a transfer with " +
+                             peers_[peer].Name() + " failed: " + fi_strerror(err.err) +
+                             (detail ? std::string(" (") + detail + ")" : ""));
+    }
+    if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_EINTR) {
+      return Err("fi_cq_read", static_cast<int>(n));
+    }
+    if (!waitable_) sched_yield();
+    pollfd p{abort_fd_, POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) return Status(StatusCode::kUnavailable, "aborted");
+    if (ranks::SteadyClock::now() >= deadline) {
+      return Status::Timeout("waiting on " + peers_[peer].Name() + ": no completion before the " +
+                             "deadline (" + std::to_string(pending_) + " transfers pending)");
+    }
+    return Status::Ok();
+  }
+
+  int rank_;
+  int abort_fd_;
+  TransportInfo info_;
+  fi_info* fi_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  bool waitable_ = true;
+  bool mr_local_ = false;
+  size_t max_msg_ = 1 << 20;
+  std::string address_;
+  std::vector<ranks::Peer> peers_;
+  std::vector<fi_addr_t> addrs_;
+  std::vector<uint64_t> send_seq_, recv_seq_;
+  std::vector<fi_context> contexts_;
+  std::map<uintptr_t, Region> regions_;
+  int pending_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> CreateFabricTransport(const std::string& provider,
+                                                         const std::string& ip, int rank,
+                                                         int abort_fd) {
+  auto t = std::make_unique<FabricTransport>(rank, abort_fd);
+  if (Status st = t->Open(provider, ip); !st.ok()) return st;
+  if (Status st = t->Enable(); !st.ok()) return st;
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace tocsin::bench

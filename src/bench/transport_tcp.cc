@@ -1,0 +1,168 @@
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "bench/transport.h"
+
+namespace tocsin::bench {
+namespace {
+
+using ranks::Fd;
+
+constexpr int kSocketBuffer = 4 << 20;
+
+class TcpTransport : public Transport {
+ public:
+  TcpTransport(Fd listener, TransportInfo info, int rank, int abort_fd)
+      : listener_(std::move(listener)), info_(std::move(info)), rank_(rank), abort_fd_(abort_fd) {}
+
+  const TransportInfo& info() const override { return info_; }
+  std::string address() const override {
+    return info_.ip + ":" + std::to_string(ranks::LocalPort(listener_.get()));
+  }
+
+  Status Connect(const std::vector<ranks::Peer>& peers, Deadline deadline) override {
+    peers_ = peers;
+    socks_.resize(peers.size());
+    // Lower ranks accept, higher ranks connect: one connection per pair.
+    for (size_t j = rank_ + 1; j < peers.size(); ++j) {
+      auto hp = ranks::SplitHostPort(peers[j].address);
+      if (!hp.ok()) return hp.status().WithPrefix(peers[j].Name());
+      auto fd = ranks::ConnectRetry(hp->first, hp->second, deadline);
+      if (!fd.ok()) return fd.status().WithPrefix(peers[j].Name());
+      ranks::TuneStream(fd->get(), kSocketBuffer);
+      int32_t me = rank_;
+      Status st = ranks::WriteAll(fd->get(), &me, sizeof me, deadline, peers[j].Name());
+      if (!st.ok()) return st;
+      socks_[j] = std::move(*fd);
+    }
+    for (int accepted = 0; accepted < rank_; ++accepted) {
+      auto fd = ranks::Accept(listener_.get(), deadline);
+      if (!fd.ok()) return fd.status().WithPrefix("waiting for lower ranks to connect");
+      ranks::TuneStream(fd->get(), kSocketBuffer);
+      int32_t who = -1;
+      Status st = ranks::ReadAll(fd->get(), &who, sizeof who, deadline, "a connecting rank");
+      if (!st.ok()) return st;
+      if (who < 0 || who >= rank_ || socks_[who].valid()) {
+        return Status::ParseError("a peer connected as rank " + std::to_string(who));
+      }
+      socks_[who] = std::move(*fd);
+    }
+    return Status::Ok();
+  }
+
+  Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+                  Deadline deadline) override {
+    const char* sp = static_cast<const char*>(sbuf);
+    char* rp = static_cast<char*>(rbuf);
+    size_t sent = to < 0 ? slen : 0;
+    size_t got = from < 0 ? rlen : 0;
+    while (sent < slen || got < rlen) {
+      pollfd fds[3];
+      int n = 0;
+      int si = -1, ri = -1;
+      if (sent < slen && to == from) {
+        fds[n] = {socks_[to].get(), static_cast<short>(POLLOUT | (got < rlen ? POLLIN : 0)), 0};
+        si = ri = n++;
+      } else {
+        if (sent < slen) fds[si = n++] = {socks_[to].get(), POLLOUT, 0};
+        if (got < rlen) fds[ri = n++] = {socks_[from].get(), POLLIN, 0};
+      }
+      int ai = n;
+      fds[n++] = {abort_fd_, POLLIN, 0};
+      int r = poll(fds, n, ranks::MillisLeft(deadline));
+      if (r == 0) {
+        std::string waiting = got < rlen ? "receiving from " + peers_[from].Name()
+                                         : "sending to " + peers_[to].Name();
+        return Status::Timeout(waiting + ": no progress before the deadline (" +
+                               std::to_string(got) + " of " + std::to_string(rlen) +
+                               " bytes received)");
+      }
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return Status::IoError(std::string("poll: ") + strerror(errno));
+      }
+      if (fds[ai].revents) return Status(StatusCode::kUnavailable, "aborted");
+      if (ri >= 0 && got < rlen && (fds[ri].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ssize_t k = recv(socks_[from].get(), rp + got, rlen - got, 0);
+        if (k == 0) return Status::IoError(peers_[from].Name() + ": connection closed");
+        if (k < 0 && errno != EAGAIN && errno != EINTR) {
+          return Status::IoError(peers_[from].Name() + ": recv: " + strerror(errno));
+        }
+        if (k > 0) got += static_cast<size_t>(k);
+      }
+      if (si >= 0 && sent < slen && (fds[si].revents & (POLLOUT | POLLHUP | POLLERR))) {
+        ssize_t k = send(socks_[to].get(), sp + sent, slen - sent, MSG_NOSIGNAL);
+        if (k < 0 && errno != EAGAIN && errno != EINTR) {
+          return Status::IoError(peers_[to].Name() + ": send: " + strerror(errno));
+        }
+        if (k > 0) sent += static_cast<size_t>(k);
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Fd listener_;
+  TransportInfo info_;
+  int rank_;
+  int abort_fd_;
+  std::vector<ranks::Peer> peers_;
+  std::vector<Fd> socks_;
+};
+
+}  // namespace
+
+std::string InterfaceOf(const std::string& ip) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* a = list; a != nullptr && name.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    char buf[INET6_ADDRSTRLEN] = {0};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf,
+                sizeof buf);
+    }
+    if (ip == buf) name = a->ifa_name;
+  }
+  freeifaddrs(list);
+  return name;
+}
+
+std::string TransportInfo::Describe() const {
+  std::string where = (interface.empty() ? "" : " on " + interface) + " (" + ip + ")";
+  if (kind == "tcp") return "tcp sockets" + where;
+  return "libfabric " + provider + " domain " + domain + where;
+}
+
+bool IsRdmaProvider(const std::string& provider) {
+  // The core provider is the first name; utility layers (ofi_rxm, ofi_rxd) follow after ';'.
+  std::string core = provider.substr(0, provider.find(';'));
+  for (const char* p : {"verbs", "efa", "cxi", "psm2", "psm3", "opx", "usnic", "gni", "bgq"}) {
+    if (core == p) return true;
+  }
+  return false;
+}
+
+Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int rank,
+                                                      int abort_fd) {
+  auto listener = ranks::Listen(ip, 0);
+  if (!listener.ok()) return listener.status();
+  TransportInfo info;
+  info.kind = "tcp";
+  info.ip = ip;
+  info.interface = InterfaceOf(ip);
+  info.rdma = false;
+  return std::unique_ptr<Transport>(
+      new TcpTransport(std::move(*listener), std::move(info), rank, abort_fd));
+}
+
+}  // namespace tocsin::bench
