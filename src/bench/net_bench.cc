@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "bench/collectives.h"
 #include "bench/results.h"
 #include "bench/transport.h"
@@ -17,6 +20,21 @@ using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kMaxBytes = 1ull << 30;  // every run's traffic is bounded
+
+// Test hook: TOCSIN_TEST_FAULT="kill:RANK:OP" or "hang:RANK:OP" makes that rank SIGKILL or
+// SIGSTOP itself at its OP-th data operation, so tests fail a rank mid-run without timing games.
+void MaybeFault(int rank) {
+  static const std::string spec = [] {
+    const char* v = std::getenv("TOCSIN_TEST_FAULT");
+    return std::string(v ? v : "");
+  }();
+  static int ops = 0;
+  if (spec.empty()) return;
+  ++ops;
+  auto parts = Split(spec, ':');
+  if (parts.size() != 3 || ParseInt64(parts[1]) != rank || ParseInt64(parts[2]) != ops) return;
+  raise(parts[0] == "hang" ? SIGSTOP : SIGKILL);
+}
 
 double Micros(SteadyClock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
@@ -69,6 +87,7 @@ class Run {
       if (Status st = world_.Barrier(); !st.ok()) return st;
       auto start = SteadyClock::now();
       for (int i = 0; i < o_.iters; ++i) {
+        MaybeFault(r);
         Status st =
             c.Run(t_, b_.send.data(), b_.recv.data(), b_.tmp.data(), count, r, n, OpDeadline());
         if (!st.ok()) return st;
@@ -103,6 +122,7 @@ class Run {
   // from the receiver's "ready" to its final acknowledgement.
   Result<double> Stream(int from, int to, size_t bytes, int64_t& wrong) {
     int me = world_.rank();
+    MaybeFault(me);
     char token = 1;
     char* buf = reinterpret_cast<char*>(b_.send.data());
     char* rbuf = reinterpret_cast<char*>(b_.recv.data());
@@ -238,16 +258,15 @@ std::string ParamsText(const NetBenchOptions& o) {
   return p.dump();
 }
 
-Report FailureReport(const std::string& reason, int rank) {
+// `culprit`: the rank the coordinator blamed ("" when unknown: the job).
+Report FailureReport(const std::string& reason, int rank, const std::string& culprit = "") {
   Report report;
   report.command = "bench net";
   report.generated_at = Clock::now();
-  report.findings.push_back({"net.rank.failed",
-                             Severity::kCritical,
-                             "rank " + std::to_string(rank),
-                             reason,
-                             std::nullopt,
-                             {{"reported_by_rank", rank}}});
+  Finding f{
+      "net.rank.failed", Severity::kCritical,         culprit.empty() ? "job" : culprit, reason,
+      std::nullopt,      {{"reported_by_rank", rank}}};
+  report.findings.push_back(f);
   return report;
 }
 
@@ -304,13 +323,13 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
                        ? CreateTcpTransport(ip, w.rank(), w.control_fd())
                        : CreateFabricTransport(o.provider, ip, w.rank(), w.control_fd());
   if (!transport.ok()) {
-    w.Abort(me + ": " + transport.status().message());
+    w.Abort(transport.status().message());
     return transport.status();
   }
   Transport& t = **transport;
   report.host = t.info().ip;
   if (o.require_rdma && !t.info().rdma) {
-    w.Abort(me + " refused to run: " + t.info().Describe() + " is not RDMA");
+    w.Abort("refused to run: " + t.info().Describe() + " is not RDMA");
     report.findings.push_back(NotRdmaFinding(t.info(), me));
     report.inventory = {{"transport",
                          {{"kind", t.info().kind},
@@ -323,15 +342,20 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   auto fail = [&](const Status& st) -> Report {
     std::string reason = st.message();
     if (reason == "aborted") {
-      Status why = w.PollAbort();
-      reason = why.message();
+      reason = w.PollAbort().message();
+    } else if (t.failed_peer() >= 0) {
+      // Let the coordinator decide who failed: a dead rank's control connection closes, a hung
+      // rank is the one others waited on that reports nothing itself.
+      reason = w.ReportStall(t.failed_peer(), reason).message();
     } else {
-      w.Abort(me + ": " + reason);
+      w.Abort(reason);
     }
-    return FailureReport(reason, w.rank());
+    Report r = FailureReport(reason, w.rank(), w.aborted_by());
+    r.host = t.info().ip;
+    return r;
   };
   auto peers = w.Join(t.address());
-  if (!peers.ok()) return FailureReport(peers.status().message(), w.rank());
+  if (!peers.ok()) return FailureReport(peers.status().message(), w.rank(), w.aborted_by());
   if (Status st = t.Connect(*peers, ranks::DeadlineIn(o.world.timeout)); !st.ok()) return fail(st);
   BenchOutcome outcome;
   outcome.transport = t.info();

@@ -42,8 +42,13 @@ class Transport {
   // peer; an abort from the coordinator (control fd readable) ends the wait early.
   virtual Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
                           Deadline deadline) = 0;
+  // The peer the last failure involved: waited for in vain, or whose connection broke (-1: none).
+  int failed_peer() const { return failed_peer_; }
   // Memory the transport may need to register (RDMA NICs); a no-op for sockets.
   virtual Status RegisterBuffer(void* /*buf*/, size_t /*len*/) { return Status::Ok(); }
+
+ protected:
+  int failed_peer_ = -1;
 };
 
 // Plain TCP sockets on the interface of `ip` (a full mesh, one connection per pair).

@@ -209,6 +209,7 @@ class FabricTransport : public Transport {
       fi_cq_err_entry err{};
       fi_cq_readerr(cq_, &err, 0);
       const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
+      failed_peer_ = peer;
       return Status::IoError("libfabric " + info_.provider + ": a transfer with " +
                              peers_[peer].Name() + " failed: " + fi_strerror(err.err) +
                              (detail ? std::string(" (") + detail + ")" : ""));
@@ -220,6 +221,7 @@ class FabricTransport : public Transport {
     pollfd p{abort_fd_, POLLIN, 0};
     if (poll(&p, 1, 0) > 0) return Status(StatusCode::kUnavailable, "aborted");
     if (ranks::SteadyClock::now() >= deadline) {
+      failed_peer_ = peer;
       return Status::Timeout("waiting on " + peers_[peer].Name() + ": no completion before the " +
                              "deadline (" + std::to_string(pending_) + " transfers pending)");
     }

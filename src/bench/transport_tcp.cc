@@ -79,6 +79,7 @@ class TcpTransport : public Transport {
       if (r == 0) {
         std::string waiting = got < rlen ? "receiving from " + peers_[from].Name()
                                          : "sending to " + peers_[to].Name();
+        failed_peer_ = got < rlen ? from : to;
         return Status::Timeout(waiting + ": no progress before the deadline (" +
                                std::to_string(got) + " of " + std::to_string(rlen) +
                                " bytes received)");
@@ -90,6 +91,7 @@ class TcpTransport : public Transport {
       if (fds[ai].revents) return Status(StatusCode::kUnavailable, "aborted");
       if (ri >= 0 && got < rlen && (fds[ri].revents & (POLLIN | POLLHUP | POLLERR))) {
         ssize_t k = recv(socks_[from].get(), rp + got, rlen - got, 0);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) failed_peer_ = from;
         if (k == 0) return Status::IoError(peers_[from].Name() + ": connection closed");
         if (k < 0 && errno != EAGAIN && errno != EINTR) {
           return Status::IoError(peers_[from].Name() + ": recv: " + strerror(errno));
@@ -99,6 +101,7 @@ class TcpTransport : public Transport {
       if (si >= 0 && sent < slen && (fds[si].revents & (POLLOUT | POLLHUP | POLLERR))) {
         ssize_t k = send(socks_[to].get(), sp + sent, slen - sent, MSG_NOSIGNAL);
         if (k < 0 && errno != EAGAIN && errno != EINTR) {
+          failed_peer_ = to;
           return Status::IoError(peers_[to].Name() + ": send: " + strerror(errno));
         }
         if (k > 0) sent += static_cast<size_t>(k);

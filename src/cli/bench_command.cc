@@ -175,7 +175,14 @@ int RunNet(const NetFlags& f) {
     return UsageError(st.message());
   }
   auto report = bench::RunNetBench(o);
-  if (!children.empty()) ReapLocalRanks(children, o.world.timeout + std::chrono::seconds(5));
+  bool failed =
+      report.ok() && !report->findings.empty() && report->findings[0].check == "net.rank.failed";
+  // After a failure the other ranks were told to abort: a rank that does not exit at once is
+  // the hung one.
+  if (!children.empty()) {
+    ReapLocalRanks(children, failed ? std::chrono::milliseconds(1000)
+                                    : o.world.timeout + std::chrono::seconds(5));
+  }
   if (!report.ok()) return UsageError(report.status().message());
   if (o.world.rank == 0) return f.report.Emit(*report);
   // Other ranks: their findings on stderr (in a pod's log), the report is rank 0's.

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -64,8 +65,33 @@ void Coordinator::Broadcast(const std::string& frame) {
   }
 }
 
-void Coordinator::AbortAll(const std::string& reason) {
-  Broadcast(json{{"type", "abort"}, {"reason", reason}}.dump());
+void Coordinator::AbortAll(const std::string& reason, int culprit) {
+  json m = {{"type", "abort"}, {"reason", reason}};
+  if (culprit >= 0 && culprit < static_cast<int>(clients_.size())) {
+    m["culprit"] = clients_[culprit].peer.Name();
+  }
+  Broadcast(m.dump());
+}
+
+// The ranks that others waited on but that did not report a stall themselves: hung or dead.
+std::string Coordinator::StallVerdict(int& culprit) {
+  std::vector<int> culprits;
+  std::string evidence;
+  for (const auto& c : clients_) {
+    if (c.stalled_on < 0) continue;
+    evidence += "; " + c.peer.Name() + " waited on rank " + std::to_string(c.stalled_on);
+    const Client& blamed = clients_[c.stalled_on];
+    if (blamed.stalled_on < 0 &&
+        std::find(culprits.begin(), culprits.end(), c.stalled_on) == culprits.end()) {
+      culprits.push_back(c.stalled_on);
+    }
+  }
+  culprit = culprits.empty() ? -1 : culprits[0];
+  std::string who;
+  for (int r : culprits) who += (who.empty() ? "" : ", ") + clients_[r].peer.Name();
+  if (who.empty()) return "ranks stalled waiting on each other" + evidence;
+  return who + " stopped responding (hung or unreachable) within " + Seconds(options_.timeout) +
+         evidence;
 }
 
 void Coordinator::Run() {
@@ -169,7 +195,8 @@ bool Coordinator::Admit() {
 
 void Coordinator::Rounds() {
   int round = 0;
-  std::optional<Deadline> deadline;  // of the round in progress, or of the last ranks' "bye"
+  std::optional<Deadline> deadline;        // of the round in progress, or of the last ranks' "bye"
+  std::optional<Deadline> stall_deadline;  // the end of the grace after a stall report
   while (true) {
     std::vector<pollfd> fds = {{stop_read_.get(), POLLIN, 0}};
     std::vector<int> ranks = {-1};
@@ -180,7 +207,15 @@ void Coordinator::Rounds() {
       }
     }
     if (fds.size() == 1) return;  // everyone said bye
-    int r = poll(fds.data(), fds.size(), deadline ? MillisLeft(*deadline) : -1);
+    std::optional<Deadline> next = deadline;
+    if (stall_deadline && (!next || *stall_deadline < *next)) next = stall_deadline;
+    int r = poll(fds.data(), fds.size(), next ? MillisLeft(*next) : -1);
+    if (r == 0 && stall_deadline && SteadyClock::now() >= *stall_deadline) {
+      int culprit = -1;
+      std::string verdict = StallVerdict(culprit);
+      AbortAll(verdict, culprit);
+      return;
+    }
     if (r == 0) {
       std::vector<int> late;
       bool leaving = false;
@@ -203,7 +238,8 @@ void Coordinator::Rounds() {
       auto frame = ReadFrame(c.fd.get(), DeadlineIn(options_.timeout), c.peer.Name());
       if (!frame.ok()) {
         c.left = true;
-        AbortAll(c.peer.Name() + " went away (its control connection closed: killed or crashed)");
+        AbortAll(c.peer.Name() + " went away (its control connection closed: killed or crashed)",
+                 ranks[k]);
         return;
       }
       json m = json::parse(*frame, nullptr, false);
@@ -213,8 +249,23 @@ void Coordinator::Rounds() {
         if (!deadline) deadline = DeadlineIn(options_.timeout);
       } else if (type == "abort") {
         c.left = true;
-        AbortAll(c.peer.Name() + " failed: " + m.value("reason", "no reason given"));
+        AbortAll(c.peer.Name() + " failed: " + m.value("reason", "no reason given"), ranks[k]);
         return;
+      } else if (type == "stall") {
+        c.stalled_on = m.value("peer", -1);
+        c.stall_detail = m.value("detail", "");
+        // Live ranks time out within about the same moment; a short grace gathers their reports.
+        Deadline grace =
+            DeadlineIn(std::min(options_.timeout / 2, std::chrono::milliseconds(2000)));
+        stall_deadline = stall_deadline ? std::min(*stall_deadline, grace) : grace;
+        bool everyone = true;
+        for (const auto& o : clients_) everyone &= o.left || o.stalled_on >= 0;
+        if (everyone) {
+          int culprit = -1;
+          std::string verdict = StallVerdict(culprit);
+          AbortAll(verdict, culprit);
+          return;
+        }
       } else if (type == "gather") {
         c.payload = m.value("payload", "");
         c.has_payload = true;

@@ -28,11 +28,15 @@ class Coordinator {
     bool left = false;
     std::string payload;  // of the current round
     bool has_payload = false;
+    int stalled_on = -1;  // the peer this rank reported waiting for in vain
+    std::string stall_detail;
   };
   bool Admit();
   void Rounds();
   void Broadcast(const std::string& frame);
-  void AbortAll(const std::string& reason);
+  // Tells every rank to stop; `culprit` is the rank to blame (-1: none known).
+  void AbortAll(const std::string& reason, int culprit = -1);
+  std::string StallVerdict(int& culprit);
 
   bool Stopped();  // the stop pipe is readable: rank 0 stops, everyone is told
 

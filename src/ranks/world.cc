@@ -152,6 +152,7 @@ Result<std::string> World::Expect(const std::string& type) {
   std::string got = j.value("type", "");
   if (got == "abort" || got == "refused") {
     left_ = true;
+    aborted_by_ = j.value("culprit", "");
     return Status::Unavailable(j.value("reason", "aborted"));
   }
   if (got != type) {
@@ -205,8 +206,19 @@ Status World::PollAbort() {
   return frame.ok() ? Status::Unavailable("aborted") : frame.status();
 }
 
+Status World::ReportStall(int peer, const std::string& detail) {
+  if (left_ || !control_.valid()) return Status::Unavailable(detail);
+  json msg = {{"type", "stall"}, {"peer", peer}, {"detail", detail}};
+  Status st = WriteFrame(control_.get(), msg.dump(), DeadlineIn(std::chrono::seconds(2)),
+                         coordinator_name_);
+  if (!st.ok()) return Status::Unavailable(detail);
+  auto verdict = Expect("abort");  // the coordinator answers with an abort naming the culprit
+  left_ = true;
+  return verdict.ok() ? Status::Unavailable(detail) : verdict.status();
+}
+
 void World::Abort(const std::string& reason) {
-  if (coordinator_) coordinator_->Stop("rank 0 failed: " + reason);
+  if (coordinator_) coordinator_->Stop("rank 0 (" + local_ip_ + ") failed: " + reason);
   if (left_ || !control_.valid()) return;
   left_ = true;
   json msg = {{"type", "abort"}, {"reason", reason}};

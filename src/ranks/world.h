@@ -65,9 +65,16 @@ class World {
   int control_fd() const { return control_.get(); }
   Status PollAbort();
 
+  // A data-plane wait for `peer` ran out: tells the coordinator, which waits briefly for the
+  // other ranks' reports and blames the rank(s) that were waited on but reported nothing (hung
+  // or dead), then aborts everyone. Returns that verdict.
+  Status ReportStall(int peer, const std::string& detail);
+
   // Tells every rank that this one failed (best effort), or that it finished.
   void Abort(const std::string& reason);
   void Leave();
+  // After an abort: the rank the coordinator blamed, as "rank N (host ip)"; "" when unknown.
+  const std::string& aborted_by() const { return aborted_by_; }
 
  private:
   explicit World(WorldOptions options);
@@ -80,6 +87,7 @@ class World {
   std::unique_ptr<Coordinator> coordinator_;
   std::thread coordinator_thread_;
   int round_ = 0;
+  std::string aborted_by_;
   bool left_ = false;
 };
 
