@@ -312,6 +312,32 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   report.command = "bench net";
   report.generated_at = Clock::now();
   std::string me = "rank " + std::to_string(o.world.rank);
+  auto refuse = [&](const TransportInfo& info) {
+    report.host = info.ip;
+    report.findings.push_back(NotRdmaFinding(info, me));
+    report.inventory = {{"transport",
+                         {{"kind", info.kind},
+                          {"provider", info.provider},
+                          {"domain", info.domain},
+                          {"rdma", false},
+                          {"description", info.Describe()}}}};
+    return report;
+  };
+  // --require rdma is decided by each rank alone, before any rendezvous: a refusing rank never
+  // depends on the others being up.
+  if (o.require_rdma) {
+    TransportInfo probe;
+    if (o.transport == "tcp") {
+      probe.kind = "tcp";
+      probe.ip = o.bind_ip;
+      probe.interface = InterfaceOf(o.bind_ip);
+    } else {
+      auto t = CreateFabricTransport(o.provider, o.bind_ip, o.world.rank, -1);
+      if (!t.ok()) return t.status();
+      probe = (*t)->info();
+    }
+    if (!probe.rdma) return refuse(probe);
+  }
   ranks::WorldOptions wo = o.world;
   wo.params = ParamsText(o);  // every rank must run the same benchmark
   auto world = ranks::World::Connect(wo);
@@ -328,15 +354,9 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   }
   Transport& t = **transport;
   report.host = t.info().ip;
-  if (o.require_rdma && !t.info().rdma) {
+  if (o.require_rdma && !t.info().rdma) {  // the provider chosen on this interface differs
     w.Abort("refused to run: " + t.info().Describe() + " is not RDMA");
-    report.findings.push_back(NotRdmaFinding(t.info(), me));
-    report.inventory = {{"transport",
-                         {{"kind", t.info().kind},
-                          {"provider", t.info().provider},
-                          {"rdma", false},
-                          {"description", t.info().Describe()}}}};
-    return report;
+    return refuse(t.info());
   }
   // From here on a failure anywhere aborts every rank with a reason that names the rank.
   auto fail = [&](const Status& st) -> Report {

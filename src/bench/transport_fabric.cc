@@ -55,7 +55,8 @@ class FabricTransport : public Transport {
     if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
     // Bound to the address the coordinator sees first (the job's network); providers without
     // IP addressing (shm) are asked again without it.
-    int rc = fi_getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
+    int rc = ip.empty() ? -FI_ENODATA
+                        : fi_getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
     if (rc != 0) rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_);
     fi_freeinfo(hints);
     if (rc != 0) {

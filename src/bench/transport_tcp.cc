@@ -141,7 +141,8 @@ std::string InterfaceOf(const std::string& ip) {
 }
 
 std::string TransportInfo::Describe() const {
-  std::string where = (interface.empty() ? "" : " on " + interface) + " (" + ip + ")";
+  std::string where =
+      (interface.empty() ? "" : " on " + interface) + (ip.empty() ? "" : " (" + ip + ")");
   if (kind == "tcp") return "tcp sockets" + where;
   return "libfabric " + provider + " domain " + domain + where;
 }

@@ -175,18 +175,18 @@ int RunNet(const NetFlags& f) {
     return UsageError(st.message());
   }
   auto report = bench::RunNetBench(o);
-  bool failed =
-      report.ok() && !report->findings.empty() && report->findings[0].check == "net.rank.failed";
-  // After a failure the other ranks were told to abort: a rank that does not exit at once is
-  // the hung one.
+  // After a failure or a refusal the other ranks were told to stop (or stop by themselves): a
+  // rank that does not exit at once is the hung one.
+  bool failed = !report.ok() || !report->inventory.contains("tests");
   if (!children.empty()) {
     ReapLocalRanks(children, failed ? std::chrono::milliseconds(1000)
                                     : o.world.timeout + std::chrono::seconds(5));
   }
   if (!report.ok()) return UsageError(report.status().message());
   if (o.world.rank == 0) return f.report.Emit(*report);
-  // Other ranks: their findings on stderr (in a pod's log), the report is rank 0's.
+  // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
+    if (finding.check != "net.rank.failed" && finding.check != "net.transport.not-rdma") continue;
     std::cerr << "tocsin: bench net rank " << o.world.rank << ": " << finding.check << ": "
               << finding.message << "\n";
   }

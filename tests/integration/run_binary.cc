@@ -68,6 +68,56 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
   return result;
 }
 
+Process::Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+  char out_path[] = "/tmp/tocsin-proc-out-XXXXXX";
+  char err_path[] = "/tmp/tocsin-proc-err-XXXXXX";
+  int out_fd = ::mkstemp(out_path);
+  int err_fd = ::mkstemp(err_path);
+  out_path_ = out_path;
+  err_path_ = err_path;
+  std::vector<std::string> argv_s = argv;
+  std::vector<char*> cargv;
+  for (auto& a : argv_s) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+  env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
+  if (posix_spawnp(&pid_, cargv[0], &actions, nullptr, cargv.data(), envp.data()) != 0) pid_ = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_fd);
+  ::close(err_fd);
+}
+
+RunResult Process::Wait() {
+  RunResult r;
+  if (pid_ > 0 && !waited_) {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    waited_ = true;
+  }
+  r.out = Slurp(out_path_);
+  r.err = Slurp(err_path_);
+  return r;
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !waited_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ::unlink(out_path_.c_str());
+  ::unlink(err_path_.c_str());
+}
+
 Server::Server(const std::vector<std::string>& argv) {
   int fds[2];
   if (::pipe(fds) != 0) return;

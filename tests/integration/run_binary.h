@@ -18,6 +18,22 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
                     const std::vector<std::string>& extra_env = {},
                     const std::string& stdin_path = "/dev/null");
 
+// A process running beside the test, its output going to temporary files; Wait() collects it.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {});
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  RunResult Wait();
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  std::string out_path_, err_path_;
+  bool waited_ = false;
+};
+
 // A server started for a test (`argv[0]` looked up in PATH) that prints "PORT <n>" as its first
 // line once it listens; killed when this goes out of scope. port() is 0 if it did not start.
 class Server {
