@@ -6,7 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -14,6 +18,7 @@
 
 #include "base/strings.h"
 #include "bench/net_bench.h"
+#include "bench/storage_bench.h"
 #include "cli/report_flags.h"
 
 namespace tocsin::cli {
@@ -194,6 +199,103 @@ int RunNet(const NetFlags& f) {
                      f.report.observe_only);
 }
 
+std::atomic<bool> g_interrupted{false};
+extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
+
+struct StorageFlags {
+  ReportFlags report;
+  std::string path, size = "256M", block = "1M";
+  int jobs = 1, files = 1000, fsync_ops = 200, randread_ops = 20000, check = 1;
+  bool direct = false, shared_file = false;
+  std::vector<std::string> phases = {"write", "read", "randread", "fsync", "meta"};
+  double op_timeout_s = 10, timeout_s = 300;
+  double min_read = 0, min_write = 0, max_fsync_p99 = 0, max_meta_p99 = 0, straggler = 0.5;
+  int local = 0, rank = -1, world_size = -1;
+  std::string coordinator, token;
+};
+
+int RunStorage(const StorageFlags& f) {
+  bench::StorageBenchOptions o;
+  o.path = f.path;
+  auto size = ParseSize(f.size), block = ParseSize(f.block);
+  if (!size) return UsageError("--size: not a size: \"" + f.size + "\"");
+  if (!block) return UsageError("--block: not a size: \"" + f.block + "\"");
+  o.probe.size = *size;
+  o.probe.block = *block;
+  o.probe.jobs = f.jobs;
+  o.probe.direct = f.direct;
+  o.probe.shared_file = f.shared_file;
+  o.probe.check = f.check != 0;
+  o.probe.files = f.files;
+  o.probe.fsync_ops = f.fsync_ops;
+  o.probe.randread_ops = f.randread_ops;
+  if (f.op_timeout_s <= 0 || f.timeout_s <= 0) return UsageError("timeouts must be > 0");
+  o.probe.op_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.op_timeout_s * 1000));
+  o.probe.phase_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
+  o.phases = f.phases;
+  o.min_read_gbps = f.min_read;
+  o.min_write_gbps = f.min_write;
+  o.max_fsync_p99_ms = f.max_fsync_p99;
+  o.max_meta_p99_ms = f.max_meta_p99;
+  o.straggler_ratio = f.straggler;
+  o.world.rank = f.rank;
+  o.world.world_size = f.world_size;
+  o.world.coordinator = f.coordinator;
+  o.world.token = f.token;
+  o.world.timeout = o.probe.phase_timeout;
+  std::vector<pid_t> children;
+  if (f.local > 0) {
+    if (f.rank >= 0 || f.world_size >= 0 || !f.coordinator.empty()) {
+      return UsageError("--local starts every rank itself: drop --rank/--world-size/--coordinator");
+    }
+    o.distributed = true;
+    o.world.rank = 0;
+    o.world.world_size = f.local;
+    o.world.coordinator = "127.0.0.1:0";
+    if (o.world.token.empty()) {
+      std::random_device rd;
+      o.world.token = std::to_string(rd()) + std::to_string(rd());
+    }
+    o.on_coordinator = [&children, n = f.local, token = o.world.token](const std::string& c) {
+      children = StartLocalRanks(n, c, token);
+    };
+  } else {
+    Status env = ranks::ApplyEnvironment(o.world, ranks::RankEnvironment());
+    if (!env.ok()) return UsageError(env.message());
+    o.distributed = o.world.world_size > 1;
+  }
+  if (Status st = bench::ValidateStorageBench(o); !st.ok()) return UsageError(st.message());
+  o.interrupted = &g_interrupted;
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
+  auto result = bench::RunStorageBench(o);
+  if (!children.empty()) {
+    bool done = result.ok() && !result->hung && result->report.inventory.contains("aggregate");
+    ReapLocalRanks(children, done ? o.world.timeout : std::chrono::milliseconds(2000));
+  }
+  if (!result.ok()) return UsageError(result.status().message());
+  int rank = o.distributed ? o.world.rank : 0;
+  int code = 0;
+  if (rank == 0) {
+    code = f.report.Emit(result->report);
+  } else {
+    for (const auto& finding : result->report.findings) {
+      std::cerr << "tocsin: bench storage rank " << rank << ": " << finding.check << ": "
+                << finding.message << "\n";
+    }
+    code = ExitCodeFor(result->report, ParseSeverity(f.report.fail_on).value_or(Severity::kError),
+                       f.report.observe_only);
+  }
+  if (result->interrupted) code = 130;
+  if (result->hung) {
+    // Worker threads may be stuck in the kernel for good: leave without joining them.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
+  }
+  return code;
+}
+
 }  // namespace
 
 void SetProcessArgs(int argc, char** argv) { ProcessArgs().assign(argv, argv + argc); }
@@ -244,7 +346,48 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
   net->add_option("--straggler-ratio", f->straggler,
                   "A p2p pair below this share of the median pair is a straggler")
       ->capture_default_str();
-  return {{net, [f] { return RunNet(*f); }}};
+  auto sf = std::make_shared<StorageFlags>();
+  CLI::App* st = bench->add_subcommand(
+      "storage",
+      "What training feels from a (shared) filesystem: sequential write with fsync, read, 4K "
+      "random read, fsync latency, metadata rates; bounded on a hung mount; from many nodes at "
+      "once");
+  sf->report.AddTo(st);
+  st->add_option("--path", sf->path, "Directory to probe (a folder of its own is made in it)")
+      ->required();
+  st->add_option("-j,--jobs", sf->jobs, "Worker threads")->capture_default_str();
+  st->add_option("--size", sf->size, "Bytes per worker (K/M/G)")->capture_default_str();
+  st->add_option("--block", sf->block, "Block size of sequential I/O")->capture_default_str();
+  st->add_flag("--direct", sf->direct, "O_DIRECT (bypass the page cache) where allowed");
+  st->add_flag("--shared-file", sf->shared_file, "One file, a region per worker");
+  st->add_option("--phase", sf->phases, "write, read, randread, fsync, meta (repeatable)")
+      ->capture_default_str();
+  st->add_option("--files", sf->files, "meta: files per worker")->capture_default_str();
+  st->add_option("--fsync-ops", sf->fsync_ops, "fsync: 4K write+fsync per worker")
+      ->capture_default_str();
+  st->add_option("--randread-ops", sf->randread_ops, "randread: 4K reads per worker")
+      ->capture_default_str();
+  st->add_option("-c,--check", sf->check, "Verify data on read: 1 or 0")->capture_default_str();
+  st->add_option("--op-timeout", sf->op_timeout_s,
+                 "Seconds one operation may take before storage.timeout")
+      ->capture_default_str();
+  st->add_option("--timeout", sf->timeout_s,
+                 "Seconds a phase (and a wait for another rank) may take")
+      ->capture_default_str();
+  st->add_option("--min-read-gbps", sf->min_read, "GB/s: a slower read phase fails");
+  st->add_option("--min-write-gbps", sf->min_write, "GB/s: a slower write phase fails");
+  st->add_option("--max-fsync-p99-ms", sf->max_fsync_p99, "ms: a slower fsync p99 fails");
+  st->add_option("--max-meta-p99-ms", sf->max_meta_p99, "ms: a slower metadata p99 fails");
+  st->add_option("--straggler-ratio", sf->straggler,
+                 "A node below this share of the median node is slow (3+ nodes)")
+      ->capture_default_str();
+  st->add_option("--local", sf->local, "Start N ranks on this machine against the same path");
+  st->add_option("--rank", sf->rank, "This rank (default: $RANK, $JOB_COMPLETION_INDEX)");
+  st->add_option("--world-size", sf->world_size, "Number of ranks (default: $WORLD_SIZE)");
+  st->add_option("--coordinator", sf->coordinator,
+                 "HOST:PORT of rank 0 (default: $MASTER_ADDR:$MASTER_PORT)");
+  st->add_option("--token", sf->token, "Shared secret (default: $TOCSIN_BENCH_TOKEN)");
+  return {{net, [f] { return RunNet(*f); }}, {st, [sf] { return RunStorage(*sf); }}};
 }
 
 }  // namespace tocsin::cli

@@ -1,0 +1,387 @@
+#include "bench/storage_probe.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace tocsin::bench {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
+      .count();
+}
+
+std::string Errno() { return strerror(errno); }
+
+// Aligned memory for O_DIRECT.
+struct AlignedBuffer {
+  explicit AlignedBuffer(size_t n) : size(n) {
+    if (posix_memalign(&data, 4096, std::max<size_t>(n, 4096)) != 0) data = nullptr;
+  }
+  ~AlignedBuffer() { free(data); }
+  void* data = nullptr;
+  size_t size;
+};
+
+// Block content: a fixed pseudo-random pattern, with (file, block) in the first 16 bytes so a
+// block written to the wrong place is caught.
+void FillPattern(char* p, size_t n) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(p + i, &x, 8);
+  }
+}
+void StampBlock(char* p, uint64_t file, uint64_t block) {
+  std::memcpy(p, &file, 8);
+  std::memcpy(p + 8, &block, 8);
+}
+
+}  // namespace
+
+struct Worker {
+  std::atomic<int64_t> op_start_ns{0};  // 0: not inside an operation
+  std::string path;                     // set before the phase starts
+  std::vector<int64_t> lat_ns;
+  uint64_t bytes = 0, ops = 0;
+  int64_t wrong = -1;
+  double resident = -1;  // share of the file in the page cache before reading (-1: unknown)
+  Status error;
+};
+
+struct StorageProbe::Shared {
+  ProbeOptions o;
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::string> created;  // guarded by mu
+  std::string pattern;
+
+  void Created(const std::string& p) {
+    std::lock_guard<std::mutex> l(mu);
+    if (std::find(created.begin(), created.end(), p) == created.end()) created.push_back(p);
+  }
+  std::string DataFile(int w) const {
+    return o.dir + (o.shared_file ? "/shared.dat" : "/data-" + std::to_string(w) + ".dat");
+  }
+  uint64_t Base(int w) const { return o.shared_file ? o.size * w : 0; }
+  uint64_t FileId(int w) const { return o.shared_file ? 0 : w; }
+};
+
+namespace {
+
+using Shared = StorageProbe::Shared;
+
+// Times one operation; the watchdog sees op_start_ns while it runs.
+template <typename F>
+auto Timed(Worker& wk, F op) {
+  int64_t start = NowNs();
+  wk.op_start_ns.store(start);
+  auto r = op();
+  int64_t end = NowNs();
+  wk.op_start_ns.store(0);
+  wk.lat_ns.push_back(end - start);
+  return r;
+}
+
+int OpenData(Shared& s, int w, int flags) {
+  if (s.o.direct) flags |= O_DIRECT;
+  int fd = open(s.DataFile(w).c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EINVAL && s.o.direct) {
+    return -2;  // the filesystem refuses O_DIRECT
+  }
+  return fd;
+}
+
+Status WritePhase(Shared& s, int w, Worker& wk) {
+  int fd = OpenData(s, w, O_WRONLY | O_CREAT);
+  if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  s.Created(wk.path);
+  AlignedBuffer buf(s.o.block);
+  std::memcpy(buf.data, s.pattern.data(), s.o.block);
+  uint64_t blocks = s.o.size / s.o.block;
+  Status st;
+  for (uint64_t b = 0; b < blocks && !s.stop.load(); ++b) {
+    StampBlock(static_cast<char*>(buf.data), s.FileId(w), s.Base(w) / s.o.block + b);
+    ssize_t n = Timed(wk, [&] {
+      return pwrite(fd, buf.data, s.o.block, static_cast<off_t>(s.Base(w) + b * s.o.block));
+    });
+    if (n != static_cast<ssize_t>(s.o.block)) {
+      st = Status::IoError(wk.path + ": write: " + (n < 0 ? Errno() : "short write"));
+      break;
+    }
+    wk.bytes += n;
+    ++wk.ops;
+  }
+  // A checkpoint is written when fsync returns: the final fsync is part of the phase.
+  if (st.ok()) {
+    int rc = Timed(wk, [&] { return fsync(fd); });
+    wk.lat_ns.pop_back();  // timed for the watchdog; not a block write's latency
+    if (rc != 0) st = Status::IoError(wk.path + ": fsync: " + Errno());
+  }
+  close(fd);
+  return st;
+}
+
+// Drops the file's pages from the cache and measures how much stayed (mincore).
+void DropCache(Shared& s, int w, Worker& wk) {
+  int fd = open(wk.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  wk.op_start_ns.store(NowNs());
+  posix_fadvise(fd, static_cast<off_t>(s.Base(w)), static_cast<off_t>(s.o.size),
+                POSIX_FADV_DONTNEED);
+  void* map = mmap(nullptr, s.o.size, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(s.Base(w)));
+  if (map != MAP_FAILED) {
+    size_t pages = (s.o.size + 4095) / 4096;
+    std::vector<unsigned char> vec(pages);
+    if (mincore(map, s.o.size, vec.data()) == 0) {
+      size_t in = 0;
+      for (unsigned char v : vec) in += v & 1;
+      wk.resident = static_cast<double>(in) / pages;
+    }
+    munmap(map, s.o.size);
+  }
+  wk.op_start_ns.store(0);
+  close(fd);
+}
+
+Status ReadPhase(Shared& s, int w, Worker& wk) {
+  if (!s.o.direct) DropCache(s, w, wk);
+  int fd = OpenData(s, w, O_RDONLY);
+  if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  AlignedBuffer buf(s.o.block);
+  uint64_t blocks = s.o.size / s.o.block;
+  if (s.o.check) wk.wrong = 0;
+  for (uint64_t b = 0; b < blocks && !s.stop.load(); ++b) {
+    uint64_t off = s.Base(w) + b * s.o.block;
+    ssize_t n = Timed(wk, [&] { return pread(fd, buf.data, s.o.block, static_cast<off_t>(off)); });
+    if (n != static_cast<ssize_t>(s.o.block)) {
+      close(fd);
+      return Status::IoError(wk.path + ": read at " + std::to_string(off) + ": " +
+                             (n < 0 ? Errno() : "short read"));
+    }
+    wk.bytes += n;
+    ++wk.ops;
+    if (s.o.check) {
+      const char* p = static_cast<const char*>(buf.data);
+      uint64_t file = 0, block = 0;
+      std::memcpy(&file, p, 8);
+      std::memcpy(&block, p + 8, 8);
+      bool ok = file == s.FileId(w) && block == off / s.o.block &&
+                std::memcmp(p + 16, s.pattern.data() + 16, s.o.block - 16) == 0;
+      wk.wrong += ok ? 0 : 1;
+    }
+  }
+  close(fd);
+  return Status::Ok();
+}
+
+Status RandReadPhase(Shared& s, int w, Worker& wk) {
+  int fd = OpenData(s, w, O_RDONLY);
+  if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  AlignedBuffer buf(4096);
+  uint64_t pages = s.o.size / 4096;
+  uint64_t ops = std::min<uint64_t>(s.o.randread_ops, pages);
+  std::mt19937_64 rng(1234 + w);
+  for (uint64_t i = 0; i < ops && !s.stop.load(); ++i) {
+    uint64_t off = s.Base(w) + (rng() % pages) * 4096;
+    ssize_t n = Timed(wk, [&] { return pread(fd, buf.data, 4096, static_cast<off_t>(off)); });
+    if (n != 4096) {
+      close(fd);
+      return Status::IoError(wk.path + ": read: " + (n < 0 ? Errno() : "short read"));
+    }
+    wk.bytes += n;
+    ++wk.ops;
+  }
+  close(fd);
+  return Status::Ok();
+}
+
+Status FsyncPhase(Shared& s, int w, Worker& wk) {
+  wk.path = s.o.dir + "/fsync-" + std::to_string(w) + ".dat";
+  int fd =
+      open(wk.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (s.o.direct ? O_DIRECT : 0), 0644);
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  s.Created(wk.path);
+  AlignedBuffer buf(4096);
+  std::memcpy(buf.data, s.pattern.data(), 4096);
+  for (int i = 0; i < s.o.fsync_ops && !s.stop.load(); ++i) {
+    int rc = Timed(wk, [&] {
+      if (pwrite(fd, buf.data, 4096, static_cast<off_t>(i) * 4096) != 4096) return -1;
+      return fsync(fd);
+    });
+    if (rc != 0) {
+      close(fd);
+      return Status::IoError(wk.path + ": write+fsync: " + Errno());
+    }
+    wk.bytes += 4096;
+    ++wk.ops;
+  }
+  close(fd);
+  return Status::Ok();
+}
+
+Status MetaPhase(Shared& s, int w, Worker& wk, const std::string& op) {
+  std::string dir = s.o.dir + "/meta-" + std::to_string(w);
+  if (op == "meta-create") {
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::IoError(dir + ": mkdir: " + Errno());
+    }
+    s.Created(dir);
+  }
+  for (int i = 0; i < s.o.files && !s.stop.load(); ++i) {
+    std::string f = dir + "/f" + std::to_string(i);
+    wk.path = f;
+    int rc = Timed(wk, [&] {
+      if (op == "meta-create") {
+        int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) return -1;
+        return close(fd);
+      }
+      if (op == "meta-stat") {
+        struct stat st;
+        return stat(f.c_str(), &st);
+      }
+      return unlink(f.c_str());
+    });
+    if (rc != 0) return Status::IoError(f + ": " + op.substr(5) + ": " + Errno());
+    if (op == "meta-create") s.Created(f);
+    ++wk.ops;
+  }
+  return Status::Ok();
+}
+
+Status RunWorker(Shared& s, const std::string& phase, int w, Worker& wk) {
+  if (phase == "write") return WritePhase(s, w, wk);
+  if (phase == "read") return ReadPhase(s, w, wk);
+  if (phase == "randread") return RandReadPhase(s, w, wk);
+  if (phase == "fsync") return FsyncPhase(s, w, wk);
+  return MetaPhase(s, w, wk, phase);
+}
+
+}  // namespace
+
+StorageProbe::StorageProbe(ProbeOptions options) : s_(std::make_shared<Shared>()) {
+  s_->o = std::move(options);
+  s_->pattern.resize(std::max<uint64_t>(s_->o.block, 4096));
+  FillPattern(s_->pattern.data(), s_->pattern.size());
+}
+
+std::atomic<bool>* StorageProbe::stop_flag() { return &s_->stop; }
+
+std::vector<std::string> StorageProbe::Created() const {
+  std::lock_guard<std::mutex> l(s_->mu);
+  return s_->created;
+}
+
+Result<PhaseResult> StorageProbe::Run(const std::string& phase) {
+  std::shared_ptr<Shared> s = s_;
+  s->workers.clear();
+  for (int w = 0; w < s->o.jobs; ++w) {
+    auto wk = std::make_unique<Worker>();
+    wk->path = s->DataFile(w);
+    s->workers.push_back(std::move(wk));
+  }
+  s->running = s->o.jobs;
+  auto start = SteadyClock::now();
+  for (int w = 0; w < s->o.jobs; ++w) {
+    // Detached: a thread stuck in the kernel on a hung filesystem must not block the report.
+    std::thread([s, phase, w] {
+      Worker& wk = *s->workers[w];
+      Status st = RunWorker(*s, phase, w, wk);
+      std::lock_guard<std::mutex> l(s->mu);
+      wk.error = st;
+      --s->running;
+      s->cv.notify_all();
+    }).detach();
+  }
+  std::unique_lock<std::mutex> lock(s->mu);
+  while (s->running > 0) {
+    s->cv.wait_for(lock, std::chrono::milliseconds(20));
+    if (s->running == 0) break;
+    int64_t now = NowNs();
+    for (const auto& wk : s->workers) {
+      int64_t began = wk->op_start_ns.load();
+      double waited = began ? (now - began) / 1e9 : 0;
+      if (began && now - began > std::chrono::nanoseconds(s->o.op_timeout).count()) {
+        timeout_ = ProbeTimeout{phase, wk->path, waited};
+      }
+    }
+    if (!timeout_ && SteadyClock::now() - start > s->o.phase_timeout) {
+      timeout_ = ProbeTimeout{phase, s->o.dir,
+                              std::chrono::duration<double>(SteadyClock::now() - start).count()};
+    }
+    if (s->o.interrupted && s->o.interrupted->load()) s->stop = true;
+    if (timeout_ || s->stop.load()) {
+      s->stop = true;  // workers that are not stuck stop at their next operation
+      if (!timeout_) return Status(StatusCode::kUnavailable, "interrupted");
+      return Status::Timeout("phase " + phase + ": " + timeout_->path);
+    }
+  }
+  double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  PhaseResult r;
+  r.name = phase;
+  r.seconds = seconds;
+  std::vector<int64_t> all;
+  double resident = 0;
+  int known = 0;
+  for (auto& wk : s->workers) {
+    if (!wk->error.ok()) return wk->error;
+    r.bytes += wk->bytes;
+    r.ops += wk->ops;
+    if (wk->wrong >= 0) r.wrong = std::max<int64_t>(r.wrong, 0) + wk->wrong;
+    if (wk->resident >= 0) {
+      resident += wk->resident;
+      ++known;
+    }
+    all.insert(all.end(), wk->lat_ns.begin(), wk->lat_ns.end());
+  }
+  r.latency = ComputePercentiles(all);
+  if (phase == "read") {
+    r.note = s->o.direct ? "O_DIRECT: page cache bypassed"
+             : known     ? std::to_string(static_cast<int>(resident / known * 100 + 0.5)) +
+                           "% of the data was still cached after POSIX_FADV_DONTNEED"
+                     : "page cache residency unknown (mincore failed)";
+  }
+  return r;
+}
+
+bool RemoveCreated(const std::vector<std::string>& paths, int deadline_ms) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([paths, done] {
+    // Deepest first: files, then their folders.
+    std::vector<std::string> order = paths;
+    std::sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+      return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+    });
+    for (const auto& p : order) {
+      if (unlink(p.c_str()) != 0) rmdir(p.c_str());
+    }
+    done->store(true);
+  }).detach();
+  auto until = SteadyClock::now() + std::chrono::milliseconds(deadline_ms);
+  while (!done->load() && SteadyClock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done->load();
+}
+
+}  // namespace tocsin::bench
