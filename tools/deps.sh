@@ -12,6 +12,8 @@ PACKAGES=(
   libfabric-dev
   # bench net: libfabric's fi_info, namespaces and tc for the multi-node tests
   libfabric-bin iproute2
+  # bench storage: the FUSE test filesystem (slow or hung on demand)
+  libfuse3-dev fuse3
   # live `audit` tests: certificates for the test API server, and kubectl as a real client
   openssl
   # fixture generators and bench/ scripts (GNU time for peak RSS)

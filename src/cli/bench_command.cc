@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -214,6 +216,33 @@ struct StorageFlags {
   std::string coordinator, token;
 };
 
+// The probe itself (in the child process): runs, prints, returns the exit code.
+int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
+                    std::vector<pid_t>& children) {
+  o.interrupted = &g_interrupted;
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
+  auto result = bench::RunStorageBench(o);
+  if (!children.empty()) {
+    bool done = result.ok() && !result->hung && result->report.inventory.contains("aggregate");
+    ReapLocalRanks(children, done ? o.world.timeout : std::chrono::milliseconds(2000));
+  }
+  if (!result.ok()) return UsageError(result.status().message());
+  int rank = o.distributed ? o.world.rank : 0;
+  int code = 0;
+  if (rank == 0) {
+    code = f.report.Emit(result->report);
+  } else {
+    for (const auto& finding : result->report.findings) {
+      std::cerr << "tocsin: bench storage rank " << rank << ": " << finding.check << ": "
+                << finding.message << "\n";
+    }
+    code = ExitCodeFor(result->report, ParseSeverity(f.report.fail_on).value_or(Severity::kError),
+                       f.report.observe_only);
+  }
+  return result->interrupted ? 130 : code;
+}
+
 int RunStorage(const StorageFlags& f) {
   bench::StorageBenchOptions o;
   o.path = f.path;
@@ -265,34 +294,46 @@ int RunStorage(const StorageFlags& f) {
     o.distributed = o.world.world_size > 1;
   }
   if (Status st = bench::ValidateStorageBench(o); !st.ok()) return UsageError(st.message());
-  o.interrupted = &g_interrupted;
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
-  auto result = bench::RunStorageBench(o);
-  if (!children.empty()) {
-    bool done = result.ok() && !result->hung && result->report.inventory.contains("aggregate");
-    ReapLocalRanks(children, done ? o.world.timeout : std::chrono::milliseconds(2000));
-  }
-  if (!result.ok()) return UsageError(result.status().message());
-  int rank = o.distributed ? o.world.rank : 0;
-  int code = 0;
-  if (rank == 0) {
-    code = f.report.Emit(result->report);
-  } else {
-    for (const auto& finding : result->report.findings) {
-      std::cerr << "tocsin: bench storage rank " << rank << ": " << finding.check << ": "
-                << finding.message << "\n";
-    }
-    code = ExitCodeFor(result->report, ParseSeverity(f.report.fail_on).value_or(Severity::kError),
-                       f.report.observe_only);
-  }
-  if (result->interrupted) code = 130;
-  if (result->hung) {
-    // Worker threads may be stuck in the kernel for good: leave without joining them.
+  // The probe runs in a child process. A thread stuck in uninterruptible I/O on a hung mount
+  // keeps its process from ever finishing its exit; here that is the child, left behind (and
+  // reaped by init when the filesystem answers), while this process reports and exits.
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return UsageError("pipe: " + std::string(strerror(errno)));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t child = fork();
+  if (child < 0) return UsageError("fork: " + std::string(strerror(errno)));
+  if (child == 0) {
+    close(pipe_fds[0]);
+    int code = RunStorageChild(f, o, children);
     std::fflush(stdout);
     std::fflush(stderr);
+    // Close what the shell waits on before a possibly endless exit.
+    close(1);
+    close(2);
+    (void)!write(pipe_fds[1], &code, sizeof code);
+    close(pipe_fds[1]);
     std::_Exit(code);
   }
+  close(pipe_fds[1]);
+  std::signal(SIGINT, SIG_IGN);  // the child stops, cleans up and reports
+  std::signal(SIGTERM, SIG_IGN);
+  int code = kExitInternal;
+  ssize_t n;
+  do {
+    n = read(pipe_fds[0], &code, sizeof code);
+  } while (n < 0 && errno == EINTR);
+  close(pipe_fds[0]);
+  if (n != sizeof code) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::cerr << "tocsin: error: the storage probe died ("
+              << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                      : "exit " + std::to_string(WEXITSTATUS(status)))
+              << ")\n";
+    return kExitInternal;
+  }
+  waitpid(child, nullptr, WNOHANG);  // reaped now if it could exit; never waited for
   return code;
 }
 

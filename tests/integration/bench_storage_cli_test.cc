@@ -1,0 +1,192 @@
+// `tocsin bench storage` end to end: the acceptance run on the disk, tmpfs, a FUSE
+// filesystem that adds latency (it must show in the percentiles) or stops answering
+// (storage.timeout in bounded time, the command exits), ranks sharing one path, and refusals.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "run_binary.h"
+
+namespace tocsin {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::FindingsOf;
+using testing::JsonRun;
+using testing::Process;
+using testing::RunBinary;
+using testing::RunResult;
+using testing::RunTocsinJson;
+using SteadyClock = std::chrono::steady_clock;
+
+std::string TempDir(const char* name) {
+  std::string tmpl = std::string("/tmp/tocsin-") + name + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  return mkdtemp(buf.data());
+}
+
+json Phase(const json& report, const std::string& name) {
+  for (const auto& p : report["inventory"]["phases"]) {
+    if (p["phase"] == name) return p;
+  }
+  return json();
+}
+
+bool Mounted(const std::string& point) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + point + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// slowfs over a backing folder; killed (which aborts its requests) and unmounted at the end.
+class SlowFs {
+ public:
+  explicit SlowFs(const std::string& options)
+      : backing_(TempDir("slowfs-back")), mount_(TempDir("slowfs-mnt")) {
+    daemon_ = std::make_unique<Process>(
+        std::vector<std::string>{SLOWFS, mount_, "-f", "-o",
+                                 "backing=" + backing_ + (options.empty() ? "" : "," + options)});
+    // The daemon has no readiness signal: wait for the mount to appear (at most 10 s).
+    for (int i = 0; i < 1000 && !Mounted(mount_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~SlowFs() {
+    daemon_.reset();  // SIGKILL: pending requests fail, stuck probe processes finish
+    RunBinary("fusermount3", {"-u", "-z", mount_});
+    fs::remove_all(backing_);
+    fs::remove(mount_);
+  }
+  bool ok() const { return Mounted(mount_); }
+  const std::string& path() const { return mount_; }
+  const std::string& backing() const { return backing_; }
+
+ private:
+  std::string backing_, mount_;
+  std::unique_ptr<Process> daemon_;
+};
+
+TEST(BenchStorageCliTest, AcceptanceRunOnTheDisk) {
+  std::string dir = TempDir("storage-disk");
+  JsonRun r =
+      RunTocsinJson({"bench", "storage", "--path", dir, "-j", "2", "--size", "512M", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.report.dump(1);
+  EXPECT_EQ(Phase(r.report, "write")["bytes"], 1ull << 30);
+  EXPECT_EQ(Phase(r.report, "read")["wrong"], 0);
+  for (const char* p :
+       {"write", "read", "randread", "fsync", "meta-create", "meta-stat", "meta-unlink"}) {
+    EXPECT_GT(Phase(r.report, p)["ops"].get<int64_t>(), 0) << p;
+    EXPECT_GT(Phase(r.report, p)["latency"]["p99_us"].get<double>(), 0) << p;
+  }
+  EXPECT_EQ(r.report["inventory"]["filesystem"]["mount_point"].is_string(), true);
+  EXPECT_TRUE(fs::is_empty(dir)) << "the probe leaves nothing behind";
+  fs::remove_all(dir);
+}
+
+TEST(BenchStorageCliTest, TmpfsWithASharedFile) {
+  std::string dir = TempDir("storage-shm");
+  std::string shm = "/dev/shm/" + fs::path(dir).filename().string();
+  fs::create_directories(shm);
+  JsonRun r = RunTocsinJson({"bench", "storage", "--path", shm, "-j", "2", "--size", "8M",
+                             "--shared-file", "--files", "50", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.report.dump(1);
+  EXPECT_EQ(r.report["inventory"]["filesystem"]["type"], "tmpfs");
+  EXPECT_EQ(Phase(r.report, "read")["wrong"], 0);
+  EXPECT_TRUE(fs::is_empty(shm));
+  fs::remove_all(shm);
+  fs::remove_all(dir);
+}
+
+TEST(BenchStorageCliTest, AddedLatencyShowsInThePercentiles) {
+  std::vector<std::string> args = {"bench",  "storage", "--phase", "fsync", "--fsync-ops", "10",
+                                   "--size", "64K",     "--block", "64K",   "-o",          "json"};
+  double base = 0;
+  {
+    SlowFs plain("");
+    if (!plain.ok()) GTEST_SKIP() << "FUSE is not available here";
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--path", plain.path()});
+    JsonRun r = RunTocsinJson(a);
+    ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+    EXPECT_EQ(r.report["inventory"]["filesystem"]["type"], "fuse");
+    base = Phase(r.report, "fsync")["latency"]["p50_us"];
+  }
+  SlowFs slow("latency_us=5000");
+  ASSERT_TRUE(slow.ok());
+  std::vector<std::string> a = args;
+  a.insert(a.end(), {"--path", slow.path()});
+  JsonRun r = RunTocsinJson(a);
+  ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+  // A write and an fsync, each delayed 5 ms by the filesystem.
+  double p50 = Phase(r.report, "fsync")["latency"]["p50_us"];
+  EXPECT_GE(p50, 10000) << "base " << base;
+  EXPECT_GE(p50 - base, 9000) << "base " << base;
+}
+
+TEST(BenchStorageCliTest, HungFilesystemIsATimeoutAndTheCommandExits) {
+  SlowFs hung("hang_after_writes=3");
+  if (!hung.ok()) GTEST_SKIP() << "FUSE is not available here";
+  auto start = SteadyClock::now();
+  RunResult r = RunBinary(
+      TOCSIN_BINARY, {"bench", "storage", "--path", hung.path(), "--phase", "write", "--size", "4M",
+                      "--block", "64K", "--op-timeout", "1", "-o", "json"});
+  auto took = SteadyClock::now() - start;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  json report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+  auto t = FindingsOf(report, "storage.timeout");
+  ASSERT_EQ(t.size(), 1u) << r.out;
+  EXPECT_EQ(t[0]["evidence"]["phase"], "write");
+  EXPECT_EQ(t[0]["subject"].get<std::string>().rfind(hung.path() + "/tocsin-probe-", 0), 0u)
+      << t[0].dump();
+}
+
+TEST(BenchStorageCliTest, RanksShareOnePath) {
+  std::string dir = TempDir("storage-ranks");
+  JsonRun r = RunTocsinJson({"bench", "storage", "--path", dir, "--local", "3", "--phase", "write",
+                             "--phase", "read", "--phase", "meta", "--size", "8M", "--files", "50",
+                             "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+  EXPECT_EQ(r.report["inventory"]["nodes"].size(), 3u);
+  const auto& agg = r.report["inventory"]["aggregate"];
+  ASSERT_EQ(agg.size(), 5u);
+  EXPECT_EQ(agg[0]["phase"], "write");
+  EXPECT_EQ(agg[0]["bytes"], 3 * (8 << 20));
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
+TEST(BenchStorageCliTest, RefusesPathsItMustNotUse) {
+  std::string dir = TempDir("storage-refuse");
+  std::string file = dir + "/file";
+  std::ofstream(file) << "keep me";
+  for (const std::string& path : {file, dir + "/missing"}) {
+    RunResult r = RunBinary(TOCSIN_BINARY, {"bench", "storage", "--path", path});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--path"), std::string::npos) << r.err;
+  }
+  RunResult bad = RunBinary(TOCSIN_BINARY, {"bench", "storage", "--path", dir, "--size", "1000"});
+  EXPECT_EQ(bad.exit_code, 2);
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "keep me");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tocsin
