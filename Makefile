@@ -33,6 +33,17 @@ demo: build
 	@echo "== tocsin audit of a cluster snapshot whose RDMA device plugin never became ready =="
 	@$(RELEASE_DIR)/tocsin audit --from testdata/clusters/plugin-crashloop.json \
 	  --now 2026-11-29T00:00:00Z --observe-only
+	@echo
+	@echo "== tocsin bench net: 4 local ranks, ring allreduce over TCP sockets =="
+	@$(RELEASE_DIR)/tocsin bench net --local 4 -t allreduce -b 1K -e 16M -f 4 -c 1 --observe-only
+	@echo
+	@echo "== tocsin bench net --require rdma: this machine has no RDMA, so it refuses =="
+	@$(RELEASE_DIR)/tocsin bench net --local 2 --transport fabric --require rdma --observe-only
+	@echo
+	@echo "== tocsin bench storage on this machine's disk =="
+	@d=$$(mktemp -d /tmp/tocsin-demo-XXXXXX) && \
+	  $(RELEASE_DIR)/tocsin bench storage --path $$d -j 2 --size 64M --files 200 --observe-only; \
+	  rm -rf $$d
 
 # Warnings are errors; AddressSanitizer + UBSan; then the fuzz targets are built (clang) and run on
 # their seed corpora as part of ctest.

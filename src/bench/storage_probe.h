@@ -66,6 +66,8 @@ class StorageProbe {
   struct Shared;  // state shared with (possibly stuck) worker threads
 
  private:
+  Result<PhaseResult> Pass(const std::string& phase);  // one watched pass of worker threads
+
   std::shared_ptr<Shared> s_;
   std::optional<ProbeTimeout> timeout_;
 };
