@@ -21,15 +21,11 @@
 #include "base/strings.h"
 #include "bench/net_bench.h"
 #include "bench/storage_bench.h"
+#include "cli/rank_flags.h"
 #include "cli/report_flags.h"
 
 namespace tocsin::cli {
 namespace {
-
-std::vector<std::string>& ProcessArgs() {
-  static std::vector<std::string> args;
-  return args;
-}
 
 // "64M", "1K", "4096", "1G" (binary multiples, as nccl-tests).
 std::optional<size_t> ParseSize(const std::string& text) {
@@ -61,76 +57,10 @@ struct NetFlags {
   std::string min_size = "1K", max_size = "64M";
   int factor = 2;
   int warmup = 5, iters = 20, check = 1;
-  int local = 0;
-  int rank = -1, world_size = -1;
-  std::string coordinator, token, transport = "tcp", provider, require, bind;
+  RankFlags ranks;
+  std::string transport = "tcp", provider, require, bind;
   double timeout_s = 30, min_busbw = 0, straggler = 0.5;
 };
-
-// Starts ranks 1..n-1 of this same command against the coordinator, their output to /dev/null
-// (rank 0 reports for all); they die with this process.
-std::vector<pid_t> StartLocalRanks(int n, const std::string& coordinator,
-                                   const std::string& token) {
-  std::vector<std::string> base;
-  const auto& args = ProcessArgs();
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--local") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--local=", 0) == 0) continue;
-    base.push_back(args[i]);
-  }
-  std::vector<pid_t> pids;
-  for (int r = 1; r < n; ++r) {
-    std::vector<std::string> argv = {"/proc/self/exe"};
-    argv.insert(argv.end(), base.begin(), base.end());
-    for (std::string a : {std::string("--rank"), std::to_string(r), std::string("--world-size"),
-                          std::to_string(n), std::string("--coordinator"), coordinator}) {
-      argv.push_back(a);
-    }
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    std::string env_token = "TOCSIN_BENCH_TOKEN=" + token;
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      putenv(env_token.data());
-      execv("/proc/self/exe", cargv.data());
-      _exit(127);
-    }
-    if (pid > 0) pids.push_back(pid);
-  }
-  return pids;
-}
-
-// Waits for the local ranks (they finish with rank 0, or were told to abort), then kills any
-// left after `grace`.
-void ReapLocalRanks(const std::vector<pid_t>& pids, std::chrono::milliseconds grace) {
-  auto deadline = std::chrono::steady_clock::now() + grace;
-  std::vector<bool> done(pids.size(), false);
-  size_t left = pids.size();
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (!done[i] && waitpid(pids[i], nullptr, WNOHANG) == pids[i]) {
-        done[i] = true;
-        --left;
-      }
-    }
-    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  for (size_t i = 0; i < pids.size(); ++i) {
-    if (!done[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], nullptr, 0);
-    }
-  }
-}
 
 int RunNet(const NetFlags& f) {
   bench::NetBenchOptions o;
@@ -153,31 +83,11 @@ int RunNet(const NetFlags& f) {
   o.bind_ip = f.bind;
   if (f.timeout_s <= 0) return UsageError("--timeout must be > 0");
   o.world.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
-  o.world.rank = f.rank;
-  o.world.world_size = f.world_size;
-  o.world.coordinator = f.coordinator;
-  o.world.token = f.token;
   std::vector<pid_t> children;
-  if (f.local > 0) {
-    if (f.rank >= 0 || f.world_size >= 0 || !f.coordinator.empty()) {
-      return UsageError("--local starts every rank itself: drop --rank/--world-size/--coordinator");
-    }
-    o.world.rank = 0;
-    o.world.world_size = f.local;
-    o.world.coordinator = "127.0.0.1:0";
-    if (o.world.token.empty()) {
-      std::random_device rd;
-      o.world.token = std::to_string(rd()) + std::to_string(rd());
-    }
-    std::string token = o.world.token;
-    o.on_coordinator = [&children, n = f.local, token](const std::string& coordinator) {
-      children = StartLocalRanks(n, coordinator, token);
-    };
-  } else {
-    Status env = ranks::ApplyEnvironment(o.world, ranks::RankEnvironment());
-    if (!env.ok()) return UsageError(env.message());
-    if (o.world.world_size == 1 && o.world.coordinator.empty()) o.world.coordinator = "127.0.0.1:0";
+  if (Status st = f.ranks.Apply(o.world, &o.on_coordinator, &children); !st.ok()) {
+    return UsageError(st.message());
   }
+  if (o.world.world_size == 1 && o.world.coordinator.empty()) o.world.coordinator = "127.0.0.1:0";
   if (Status st = bench::ValidateNetBench(o); !st.ok()) {
     return UsageError(st.message());
   }
@@ -212,8 +122,7 @@ struct StorageFlags {
   std::vector<std::string> phases = {"write", "read", "randread", "fsync", "meta"};
   double op_timeout_s = 10, timeout_s = 300;
   double min_read = 0, min_write = 0, max_fsync_p99 = 0, max_meta_p99 = 0, straggler = 0.5;
-  int local = 0, rank = -1, world_size = -1;
-  std::string coordinator, token;
+  RankFlags ranks;
 };
 
 // The probe itself (in the child process): runs, prints, returns the exit code.
@@ -267,32 +176,12 @@ int RunStorage(const StorageFlags& f) {
   o.max_fsync_p99_ms = f.max_fsync_p99;
   o.max_meta_p99_ms = f.max_meta_p99;
   o.straggler_ratio = f.straggler;
-  o.world.rank = f.rank;
-  o.world.world_size = f.world_size;
-  o.world.coordinator = f.coordinator;
-  o.world.token = f.token;
   o.world.timeout = o.probe.phase_timeout;
   std::vector<pid_t> children;
-  if (f.local > 0) {
-    if (f.rank >= 0 || f.world_size >= 0 || !f.coordinator.empty()) {
-      return UsageError("--local starts every rank itself: drop --rank/--world-size/--coordinator");
-    }
-    o.distributed = true;
-    o.world.rank = 0;
-    o.world.world_size = f.local;
-    o.world.coordinator = "127.0.0.1:0";
-    if (o.world.token.empty()) {
-      std::random_device rd;
-      o.world.token = std::to_string(rd()) + std::to_string(rd());
-    }
-    o.on_coordinator = [&children, n = f.local, token = o.world.token](const std::string& c) {
-      children = StartLocalRanks(n, c, token);
-    };
-  } else {
-    Status env = ranks::ApplyEnvironment(o.world, ranks::RankEnvironment());
-    if (!env.ok()) return UsageError(env.message());
-    o.distributed = o.world.world_size > 1;
+  if (Status st = f.ranks.Apply(o.world, &o.on_coordinator, &children); !st.ok()) {
+    return UsageError(st.message());
   }
+  o.distributed = f.ranks.local > 0 || o.world.world_size > 1;
   if (Status st = bench::ValidateStorageBench(o); !st.ok()) return UsageError(st.message());
   // The probe runs in a child process. A thread stuck in uninterruptible I/O on a hung mount
   // keeps its process from ever finishing its exit; here that is the child, left behind (and
@@ -339,8 +228,6 @@ int RunStorage(const StorageFlags& f) {
 
 }  // namespace
 
-void SetProcessArgs(int argc, char** argv) { ProcessArgs().assign(argv, argv + argc); }
-
 std::vector<Command> AddBenchCommands(CLI::App& parent) {
   CLI::App* bench = parent.add_subcommand("bench", "Measure the fabric the way training uses it");
   bench->require_subcommand(1);
@@ -363,13 +250,7 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
   net->add_option("-n,--iters", f->iters, "Timed iterations per size")->capture_default_str();
   net->add_option("-c,--check", f->check, "Verify the data (the #wrong column): 1 or 0")
       ->capture_default_str();
-  net->add_option("--local", f->local, "Start N ranks on this machine (rank 0 reports)");
-  net->add_option("--rank", f->rank, "This rank (default: $RANK, $JOB_COMPLETION_INDEX)");
-  net->add_option("--world-size", f->world_size, "Number of ranks (default: $WORLD_SIZE)");
-  net->add_option("--coordinator", f->coordinator,
-                  "HOST:PORT of rank 0 (default: $MASTER_ADDR:$MASTER_PORT)");
-  net->add_option("--token", f->token,
-                  "Shared secret every rank must present (default: $TOCSIN_BENCH_TOKEN)");
+  f->ranks.AddTo(net);
   net->add_option("--transport", f->transport, "tcp (sockets) or fabric (libfabric)")
       ->capture_default_str();
   net->add_option("--provider", f->provider,
@@ -422,12 +303,7 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
   st->add_option("--straggler-ratio", sf->straggler,
                  "A node below this share of the median node is slow (3+ nodes)")
       ->capture_default_str();
-  st->add_option("--local", sf->local, "Start N ranks on this machine against the same path");
-  st->add_option("--rank", sf->rank, "This rank (default: $RANK, $JOB_COMPLETION_INDEX)");
-  st->add_option("--world-size", sf->world_size, "Number of ranks (default: $WORLD_SIZE)");
-  st->add_option("--coordinator", sf->coordinator,
-                 "HOST:PORT of rank 0 (default: $MASTER_ADDR:$MASTER_PORT)");
-  st->add_option("--token", sf->token, "Shared secret (default: $TOCSIN_BENCH_TOKEN)");
+  sf->ranks.AddTo(st);
   return {{net, [f] { return RunNet(*f); }}, {st, [sf] { return RunStorage(*sf); }}};
 }
 

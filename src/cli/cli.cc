@@ -9,6 +9,7 @@
 #include "cli/bench_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
+#include "cli/rank_flags.h"
 #include "tocsin/version.h"
 
 namespace tocsin::cli {

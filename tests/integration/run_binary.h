@@ -21,7 +21,9 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
 // A process running beside the test, its output going to temporary files; Wait() collects it.
 class Process {
  public:
-  Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {});
+  // argv[0] is looked up in PATH when it has no '/'.
+  Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
+          const std::string& stdin_path = "/dev/null");
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
