@@ -379,6 +379,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
       }
       if (r.status().message() == "interrupted") {
         out.interrupted = true;
+        report.tables.push_back({"INTERRUPTED", {"PHASE"}, {{phase}}, {"stopped by a signal"}});
         break;
       }
       cleanup(probe);

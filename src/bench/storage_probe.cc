@@ -367,13 +367,17 @@ Result<PhaseResult> StorageProbe::Pass(const std::string& phase) {
       timeout_ = ProbeTimeout{phase, s->o.dir,
                               std::chrono::duration<double>(SteadyClock::now() - start).count()};
     }
-    if (s->o.interrupted && s->o.interrupted->load()) s->stop = true;
-    if (timeout_ || s->stop.load()) {
+    if (timeout_) {
       s->stop = true;  // workers that are not stuck stop at their next operation
-      if (!timeout_) return Status(StatusCode::kUnavailable, "interrupted");
       return Status::Timeout("phase " + phase + ": " + timeout_->path);
     }
+    if (s->o.interrupted && s->o.interrupted->load() && !s->stop.load()) {
+      // Ctrl-C: the workers stop after their current operation, and are waited for (the
+      // watchdog above still bounds that), so that cleanup sees every file they created.
+      s->stop = true;
+    }
   }
+  if (s->stop.load()) return Status(StatusCode::kUnavailable, "interrupted");
   double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   PhaseResult r;
   r.name = phase;

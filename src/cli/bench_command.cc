@@ -113,6 +113,10 @@ int RunNet(const NetFlags& f) {
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
+volatile sig_atomic_t g_probe_child = 0;
+extern "C" void ForwardToProbe(int sig) {
+  if (g_probe_child > 0) kill(g_probe_child, sig);
+}
 
 struct StorageFlags {
   ReportFlags report;
@@ -205,8 +209,11 @@ int RunStorage(const StorageFlags& f) {
     std::_Exit(code);
   }
   close(pipe_fds[1]);
-  std::signal(SIGINT, SIG_IGN);  // the child stops, cleans up and reports
-  std::signal(SIGTERM, SIG_IGN);
+  // Ctrl-C reaches both processes; a signal sent to this one alone (a supervisor's SIGTERM) is
+  // passed on. Either way the child stops, cleans up and reports.
+  g_probe_child = child;
+  std::signal(SIGINT, ForwardToProbe);
+  std::signal(SIGTERM, ForwardToProbe);
   int code = kExitInternal;
   ssize_t n;
   do {

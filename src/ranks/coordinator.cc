@@ -138,10 +138,18 @@ bool Coordinator::Admit() {
       auto frame = ReadFrame(fd.get(), DeadlineIn(std::chrono::seconds(5)), "a joining rank");
       if (!frame.ok()) continue;  // not a tocsin peer, or it went away: drop it
       json h = json::parse(*frame, nullptr, false);
-      Peer peer{h.value("rank", -1), h.value("host", ""), "", h.value("address", "")};
+      Peer peer;
+      try {  // this thread must not throw on a stranger's frame: it would end the process
+        if (h.is_object())
+          peer = {h.value("rank", -1), h.value("host", ""), "", h.value("address", "")};
+      } catch (const json::exception&) {
+        h = json();
+      }
       std::string who = "rank " + std::to_string(peer.rank) + " (" + peer.host + ")";
       std::string why;
-      if (!h.is_object() || h.value("type", "") != "hello") {
+      if (!h.is_object() || !h["type"].is_string() || h["type"] != "hello" ||
+          !h["version"].is_string() || !h["token"].is_string() || !h["world_size"].is_number() ||
+          !h["params"].is_string()) {
         why = "a connection that is not a tocsin rank";
       } else if (h.value("version", "") != kVersion) {
         why = who + " runs tocsin " + h.value("version", "?") + ", rank 0 runs " + kVersion;
@@ -243,7 +251,15 @@ void Coordinator::Rounds() {
         return;
       }
       json m = json::parse(*frame, nullptr, false);
-      std::string type = m.is_object() ? m.value("type", "") : "";
+      std::string type;
+      try {
+        type = m.is_object() ? m.value("type", "") : "";
+        if (type == "stall") (void)m.value("peer", -1), (void)m.value("detail", "");
+        if (type == "gather") (void)m.value("payload", "");
+        if (type == "abort") (void)m.value("reason", "");
+      } catch (const json::exception&) {
+        type = "";  // a malformed frame from a rank: ignored
+      }
       if (type == "bye") {
         c.left = true;
         if (!deadline) deadline = DeadlineIn(options_.timeout);

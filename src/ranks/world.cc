@@ -174,11 +174,15 @@ Result<std::vector<Peer>> World::Join(const std::string& data_address) {
       WriteFrame(control_.get(), hello.dump(), DeadlineIn(options_.timeout), coordinator_name_);
   if (!st.ok()) return st;
   TOCSIN_ASSIGN_OR_RETURN(std::string frame, Expect("roster"));
-  json j = json::parse(frame);
   std::vector<Peer> peers;
-  for (const auto& p : j["peers"]) {
-    peers.push_back(
-        {p.value("rank", -1), p.value("host", ""), p.value("ip", ""), p.value("address", "")});
+  try {
+    json roster = json::parse(frame);  // named: a temporary would die before the loop runs
+    for (const auto& p : roster["peers"]) {
+      peers.push_back(
+          {p.value("rank", -1), p.value("host", ""), p.value("ip", ""), p.value("address", "")});
+    }
+  } catch (const json::exception& e) {
+    return Status::ParseError(coordinator_name_ + ": bad roster: " + e.what());
   }
   if (static_cast<int>(peers.size()) != options_.world_size) {
     return Status::ParseError(coordinator_name_ + ": roster of " + std::to_string(peers.size()) +
@@ -193,8 +197,11 @@ Result<std::vector<std::string>> World::AllGather(const std::string& payload) {
       WriteFrame(control_.get(), msg.dump(), DeadlineIn(options_.timeout), coordinator_name_);
   if (!st.ok()) return st;
   TOCSIN_ASSIGN_OR_RETURN(std::string frame, Expect("gathered"));
-  json j = json::parse(frame);
-  return j["payloads"].get<std::vector<std::string>>();
+  try {
+    return json::parse(frame)["payloads"].get<std::vector<std::string>>();
+  } catch (const json::exception& e) {
+    return Status::ParseError(coordinator_name_ + ": bad all-gather: " + e.what());
+  }
 }
 
 Status World::Barrier() { return AllGather("").status(); }

@@ -122,6 +122,28 @@ TEST(WorldTest, AHungRankIsNamedWithinTheTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
+TEST(WorldTest, StrangersCannotCrashTheCoordinator) {
+  Job job(2);
+  auto hp = SplitHostPort(job.coordinator);
+  ASSERT_TRUE(hp.ok());
+  for (const char* junk : {"[1]", "not json", R"({"type":"hello","rank":"one","token":7})",
+                           R"({"type":"hello","version":1,"world_size":"2"})"}) {
+    auto fd = ConnectRetry(hp->first, hp->second, DeadlineIn(5s));
+    ASSERT_TRUE(fd.ok());
+    TuneStream(fd->get());
+    ASSERT_TRUE(WriteFrame(fd->get(), junk, DeadlineIn(5s), "test").ok());
+    auto answer = ReadFrame(fd->get(), DeadlineIn(5s), "test");  // refused, then closed
+    ASSERT_TRUE(answer.ok()) << junk;
+    EXPECT_NE(answer->find("refused"), std::string::npos) << *answer;
+  }
+  job.worlds.push_back(MustConnect(Options(1, 2, job.coordinator)));
+  auto j1 = std::async(std::launch::async, [&] { return job.worlds[1]->Join("a1").ok(); });
+  EXPECT_TRUE(job.worlds[0]->Join("a0").ok());
+  EXPECT_TRUE(j1.get());
+  job.worlds[1]->Leave();
+  job.worlds[0]->Leave();
+}
+
 TEST(WorldTest, EnvironmentLikeTorchrunAndIndexedJobs) {
   WorldOptions o;
   ASSERT_TRUE(ApplyEnvironment(o, {{"JOB_COMPLETION_INDEX", "3"},

@@ -155,6 +155,24 @@ TEST(BenchStorageCliTest, HungFilesystemIsATimeoutAndTheCommandExits) {
       << t[0].dump();
 }
 
+TEST(BenchStorageCliTest, CtrlCStopsCleansUpAndReports) {
+  SlowFs slow("latency_us=20000");  // 20 ms per operation: the run is still going when we stop it
+  if (!slow.ok()) GTEST_SKIP() << "FUSE is not available here";
+  Process p({TOCSIN_BINARY, "bench", "storage", "--path", slow.path(), "--phase", "write",
+             "--phase", "meta", "--size", "4M", "--block", "64K", "--files", "500", "-o", "json"});
+  // Wait (at most 20 s) until the probe's folder exists, then interrupt it as Ctrl-C does.
+  for (int i = 0; i < 2000 && fs::is_empty(slow.backing()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(fs::is_empty(slow.backing()));
+  ::kill(p.pid(), SIGINT);
+  RunResult r = p.Wait();
+  EXPECT_EQ(r.exit_code, 130) << r.out << r.err;
+  EXPECT_TRUE(fs::is_empty(slow.backing())) << "the probe removes its files after Ctrl-C";
+  json report = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(report.is_discarded()) << r.out;
+}
+
 TEST(BenchStorageCliTest, RanksShareOnePath) {
   std::string dir = TempDir("storage-ranks");
   JsonRun r = RunTocsinJson({"bench", "storage", "--path", dir, "--local", "3", "--phase", "write",
