@@ -1,6 +1,7 @@
 #include "bench/net_bench.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -313,7 +314,9 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   report.generated_at = Clock::now();
   std::string me = "rank " + std::to_string(o.world.rank);
   auto refuse = [&](const TransportInfo& info) {
-    report.host = info.ip;
+    char name[256] = {0};
+    gethostname(name, sizeof name - 1);
+    report.host = info.ip.empty() ? name : info.ip;
     report.findings.push_back(NotRdmaFinding(info, me));
     report.inventory = {{"transport",
                          {{"kind", info.kind},

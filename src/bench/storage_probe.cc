@@ -199,8 +199,7 @@ Status RandReadPhase(Shared& s, int w, Worker& wk) {
   int fd = OpenData(s, w, O_RDONLY);
   if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
   if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
-  posix_fadvise(fd, static_cast<off_t>(s.Base(w)), static_cast<off_t>(s.o.size),
-                POSIX_FADV_RANDOM);
+  posix_fadvise(fd, static_cast<off_t>(s.Base(w)), static_cast<off_t>(s.o.size), POSIX_FADV_RANDOM);
   AlignedBuffer buf(4096);
   uint64_t pages = s.o.size / 4096;
   uint64_t ops = std::min<uint64_t>(s.o.randread_ops, pages);

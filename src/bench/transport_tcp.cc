@@ -128,6 +128,7 @@ class TcpTransport : public Transport {
 }  // namespace
 
 std::string InterfaceOf(const std::string& ip) {
+  if (ip.empty()) return "";
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return "";
   std::string name;
