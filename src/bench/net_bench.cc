@@ -41,7 +41,7 @@ double Micros(SteadyClock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
 
-// Page-aligned buffers, registered with the transport once.
+// The benchmark's buffers, registered with the transport once (every transfer uses them).
 struct Buffers {
   std::vector<float> send, recv, tmp;
 };
@@ -124,7 +124,8 @@ class Run {
   Result<double> Stream(int from, int to, size_t bytes, int64_t& wrong) {
     int me = world_.rank();
     MaybeFault(me);
-    char token = 1;
+    // Small messages use registered memory too (RDMA providers with FI_MR_LOCAL need it).
+    char* token = reinterpret_cast<char*>(b_.tmp.data());
     char* buf = reinterpret_cast<char*>(b_.send.data());
     char* rbuf = reinterpret_cast<char*>(b_.recv.data());
     if (me == from) {
@@ -133,25 +134,25 @@ class Run {
         if (Status st = t_.SendRecv(to, buf, bytes, -1, nullptr, 0, OpDeadline()); !st.ok())
           return st;
       }
-      if (Status st = t_.SendRecv(-1, nullptr, 0, to, &token, 1, OpDeadline()); !st.ok()) return st;
+      if (Status st = t_.SendRecv(-1, nullptr, 0, to, token, 1, OpDeadline()); !st.ok()) return st;
       auto start = SteadyClock::now();
       for (int i = 0; i < o_.iters; ++i) {
         if (Status st = t_.SendRecv(to, buf, bytes, -1, nullptr, 0, OpDeadline()); !st.ok())
           return st;
       }
-      if (Status st = t_.SendRecv(-1, nullptr, 0, to, &token, 1, OpDeadline()); !st.ok()) return st;
+      if (Status st = t_.SendRecv(-1, nullptr, 0, to, token, 1, OpDeadline()); !st.ok()) return st;
       return Micros(SteadyClock::now() - start) / o_.iters;
     }
     for (int i = 0; i < o_.warmup; ++i) {
       if (Status st = t_.SendRecv(-1, nullptr, 0, from, rbuf, bytes, OpDeadline()); !st.ok())
         return st;
     }
-    if (Status st = t_.SendRecv(from, &token, 1, -1, nullptr, 0, OpDeadline()); !st.ok()) return st;
+    if (Status st = t_.SendRecv(from, token, 1, -1, nullptr, 0, OpDeadline()); !st.ok()) return st;
     for (int i = 0; i < o_.iters; ++i) {
       if (Status st = t_.SendRecv(-1, nullptr, 0, from, rbuf, bytes, OpDeadline()); !st.ok())
         return st;
     }
-    if (Status st = t_.SendRecv(from, &token, 1, -1, nullptr, 0, OpDeadline()); !st.ok()) return st;
+    if (Status st = t_.SendRecv(from, token, 1, -1, nullptr, 0, OpDeadline()); !st.ok()) return st;
     if (o_.check) {
       int64_t bad = 0;
       for (size_t i = 0; i < bytes / sizeof(float); ++i) bad += b_.recv[i] != InputValue(from, i);
@@ -163,7 +164,7 @@ class Run {
   // Half the round trip of 8-byte messages between a and b.
   Result<double> Latency(int a, int b) {
     int me = world_.rank(), peer = me == a ? b : a;
-    char msg[8] = {0};
+    char* msg = reinterpret_cast<char*>(b_.tmp.data());  // registered memory
     int rounds = 10 + std::max(o_.iters, 10);
     auto start = SteadyClock::now();
     for (int i = 0; i < rounds; ++i) {
