@@ -25,6 +25,13 @@ Percentiles ComputePercentiles(std::vector<int64_t>& ns) {
   return p;
 }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
 nlohmann::json ToJson(const Percentiles& p) {
   return {{"count", p.count}, {"mean_us", p.mean}, {"p50_us", p.p50}, {"p90_us", p.p90},
           {"p99_us", p.p99},  {"p999_us", p.p999}, {"max_us", p.max}};

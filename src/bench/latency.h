@@ -16,4 +16,7 @@ struct Percentiles {
 Percentiles ComputePercentiles(std::vector<int64_t>& samples_ns);
 nlohmann::json ToJson(const Percentiles& p);
 
+// The median (the mean of the middle two for an even count); 0 for none.
+double Median(std::vector<double> values);
+
 }  // namespace tocsin::bench

@@ -315,9 +315,7 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   report.generated_at = Clock::now();
   std::string me = "rank " + std::to_string(o.world.rank);
   auto refuse = [&](const TransportInfo& info) {
-    char name[256] = {0};
-    gethostname(name, sizeof name - 1);
-    report.host = info.ip.empty() ? name : info.ip;
+    report.host = info.ip.empty() ? ranks::Hostname() : info.ip;
     report.findings.push_back(NotRdmaFinding(info, me));
     report.inventory = {{"transport",
                          {{"kind", info.kind},

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "bench/latency.h"
+
 namespace tocsin::bench {
 namespace {
 
@@ -20,13 +22,6 @@ std::string Num(double v, int width) {
 
 std::string PairName(const std::vector<ranks::Peer>& peers, int a, int b) {
   return peers[a].Name() + " <-> " + peers[b].Name();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 }  // namespace

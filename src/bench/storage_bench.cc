@@ -34,12 +34,6 @@ std::optional<T> Bounded(F fn, std::chrono::milliseconds ms) {
   return f.get();
 }
 
-std::string Hostname() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 std::string Num(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.2f}", v); }
 
 struct FsInfo {
@@ -97,13 +91,6 @@ json PhaseJson(const PhaseResult& p) {
           {"latency", ToJson(p.latency)},
           {"wrong", p.wrong < 0 ? json() : json(p.wrong)},
           {"note", p.note}};
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseResult>& phases,
@@ -258,11 +245,11 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
   StorageBenchResult out;
   Report& report = out.report;
   report.command = "bench storage";
-  report.host = Hostname();
+  report.host = ranks::Hostname();
   report.generated_at = Clock::now();
   int rank = o.distributed ? o.world.rank : 0;
   std::string run_dir =
-      fmt::format("{}/tocsin-probe-{}-r{}-{}", o.path, Hostname(), rank, getpid());
+      fmt::format("{}/tocsin-probe-{}-r{}-{}", o.path, ranks::Hostname(), rank, getpid());
   // Every call that touches the filesystem is bounded: a hung mount must still give a report.
   auto hung = [&](const std::string& what) {
     out.hung = true;
@@ -328,7 +315,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     }
     world = std::move(*w);
     if (rank == 0 && o.on_coordinator) o.on_coordinator(world->options().coordinator);
-    auto p = world->Join(Hostname());
+    auto p = world->Join(ranks::Hostname());
     if (!p.ok()) {
       cleanup(probe);
       report.findings.push_back({"storage.rank.failed", Severity::kCritical,
@@ -412,7 +399,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
                       {"phases", phases_json}};
   AddThresholdFindings(o, results, o.path, report);
   if (world && !out.hung && !out.interrupted && results.size() == phases.size()) {
-    json mine = {{"host", Hostname()}, {"phases", phases_json}};
+    json mine = {{"host", ranks::Hostname()}, {"phases", phases_json}};
     auto all = world->AllGather(mine.dump());
     if (!all.ok()) {
       report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",

@@ -26,13 +26,13 @@ Status EnvInt(const std::map<std::string, std::string>& env, const char* name, i
   return Status::Ok();
 }
 
+}  // namespace
+
 std::string Hostname() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
   return buf;
 }
-
-}  // namespace
 
 std::string Peer::Name() const {
   return "rank " + std::to_string(rank) + " (" + host + (ip.empty() ? "" : " " + ip) + ")";

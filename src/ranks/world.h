@@ -28,6 +28,9 @@ Status ApplyEnvironment(WorldOptions& options, const std::map<std::string, std::
 std::map<std::string, std::string> RankEnvironment();  // the variables above, from this process
 Status Validate(const WorldOptions& options);
 
+// This machine's hostname (what ranks report as their host).
+std::string Hostname();
+
 struct Peer {
   int rank = -1;
   std::string host;          // hostname
