@@ -117,7 +117,8 @@ def gpu(pci):
     return pci.device(H100["vendor"], H100["device"], H100["class"])
 
 
-def netdev(t, pci_dir, name, operstate, speed, mtu, address, type_):
+def netdev(t, pci_dir, name, operstate, speed, mtu, address, type_,
+           stats=(734003200, 524288000)):
     d = pci_dir + "/net/" + name
     t.write(d + "/operstate", operstate + "\n")
     if speed is not None:
@@ -125,6 +126,9 @@ def netdev(t, pci_dir, name, operstate, speed, mtu, address, type_):
     t.write(d + "/mtu", "%d\n" % mtu)
     t.write(d + "/address", address + "\n")
     t.write(d + "/type", "%d\n" % type_)
+    # sysfs-class-net-statistics: "%llu\n" byte counters since the interface appeared.
+    t.write(d + "/statistics/rx_bytes", "%d\n" % stats[0])
+    t.write(d + "/statistics/tx_bytes", "%d\n" % stats[1])
     t.rel_link(d + "/device", pci_dir)
     t.rel_link("/sys/class/net/" + name, d)
 
@@ -267,6 +271,20 @@ LLITE_STATS = (
     "close                     12 samples [usec] 4 40 130 2100\n"
     "getattr                   40 samples [usec] 2 90 700 16000\n")
 
+# osc.*.stats (ptlrpc service stats, debugfs; lustre/ptlrpc/lproc_ptlrpc.c): req_waittime is
+# the RPC round trip in usecs.
+OSC_STATS = (
+    "snapshot_time             1764440000.223456789 secs.nsecs\n"
+    "start_time                1761000000.000000000 secs.nsecs\n"
+    "elapsed_time              3440000.223456789 secs.nsecs\n"
+    "req_waittime              2200 samples [usecs] 45 98000 1100000 4400000000\n"
+    "req_active                2200 samples [reqs] 1 8 3300 6600\n"
+    "read_bytes                1024 samples [bytes] 4096 1048576 268435456 140737488355328\n"
+    "write_bytes               256 samples [bytes] 4096 1048576 134217728 70368744177664\n"
+    "ost_read                  1024 samples [usecs] 60 98000 900000 3600000000\n"
+    "ost_write                 256 samples [usecs] 80 45000 200000 700000000\n"
+    "obd_ping                  920 samples [usecs] 45 800 65000 9000000\n")
+
 HEALTHY_HISTORY = [(1761000000, "CONNECTING"), (1761000001, "FULL")]
 
 
@@ -279,6 +297,8 @@ def lustre_client(t, root, devices, instance="ffff8c5a4b6e9000"):
         t.write(d + "/import", lustre_import(name, "testfs-%s_UUID" % target, state,
                                              timeouts=timeouts))
         t.write(d + "/state", lustre_state(state, history))
+        if kind == "osc":
+            t.write("/sys/kernel/debug/lustre/osc/%s/stats" % name, OSC_STATS)
     t.write("/sys/kernel/debug/lustre/llite/testfs-%s/stats" % instance, LLITE_STATS)
 
 

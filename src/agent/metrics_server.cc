@@ -27,10 +27,20 @@ MetricsServer::~MetricsServer() { Stop(); }
 std::string MetricsServer::Render() {
   auto start = std::chrono::steady_clock::now();
   scrapes_->Increment();
-  std::string text = prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (const auto& c : collectables_) {
+    auto more = c->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+  std::string text = prometheus::TextSerializer().Serialize(families);
   scrape_seconds_->Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return text;
+}
+
+void MetricsServer::AddCollectable(std::shared_ptr<prometheus::Collectable> collectable) {
+  collectables_.push_back(std::move(collectable));
 }
 
 Status MetricsServer::Start(const std::string& host, int port) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/status.h"
 
@@ -27,6 +28,9 @@ class MetricsServer {
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
+  // Also renders `collectable` on every scrape, after the registry (call before Start).
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
+
   // Listens on host:port (port 0: any free port; port() says which) and serves from a thread.
   Status Start(const std::string& host, int port);
   int port() const { return port_; }
@@ -39,6 +43,7 @@ class MetricsServer {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<bool> ready_{false};

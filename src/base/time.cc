@@ -1,5 +1,8 @@
 #include "base/time.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <ctime>
 
 #include "base/strings.h"
@@ -56,6 +59,37 @@ std::optional<TimePoint> ParseRfc3339(std::string_view s) {
   auto days = std::chrono::sys_days(ymd);
   return TimePoint(days) + std::chrono::hours(*h) + std::chrono::minutes(*mi) +
          std::chrono::seconds(*se) - std::chrono::seconds(offset);
+}
+
+}  // namespace tocsin
+
+namespace tocsin {
+
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+  size_t split = 0;
+  while (split < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.')) {
+    ++split;
+  }
+  std::string number(text.substr(0, split));
+  std::string_view unit = text.substr(split);
+  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1) return std::nullopt;
+  double value = std::strtod(number.c_str(), nullptr);
+  double scale;
+  if (unit.empty() || unit == "s") {
+    scale = 1000;
+  } else if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60000;
+  } else if (unit == "h") {
+    scale = 3600000;
+  } else {
+    return std::nullopt;
+  }
+  double ms = value * scale;
+  if (!(ms >= 0) || ms > 86400000.0) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(ms + 0.5));
 }
 
 }  // namespace tocsin

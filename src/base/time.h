@@ -26,3 +26,11 @@ inline bool IsRepresentableUnixSeconds(int64_t s) {
 inline TimePoint FromUnixSeconds(int64_t s) { return TimePoint(std::chrono::seconds(s)); }
 
 }  // namespace tocsin
+
+namespace tocsin {
+
+// "500ms", "15s", "2m", "1h", "1.5s" or a bare number of seconds ("30"); nullopt otherwise
+// (negative, empty, unknown unit, over a day).
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
+
+}  // namespace tocsin

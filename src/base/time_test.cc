@@ -23,5 +23,18 @@ TEST(TimeTest, ParsesRoundTripAndOffsets) {
   EXPECT_FALSE(IsRepresentableUnixSeconds(999999999999));
 }
 
+TEST(TimeTest, ParsesDurations) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(ParseDuration("500ms"), milliseconds(500));
+  EXPECT_EQ(ParseDuration("15s"), milliseconds(15000));
+  EXPECT_EQ(ParseDuration("1.5s"), milliseconds(1500));
+  EXPECT_EQ(ParseDuration("30"), milliseconds(30000));
+  EXPECT_EQ(ParseDuration("2m"), milliseconds(120000));
+  EXPECT_EQ(ParseDuration("1h"), milliseconds(3600000));
+  for (const char* bad : {"", "s", "-1s", "1d", "1..5s", "10 s", "25h", "abc"}) {
+    EXPECT_FALSE(ParseDuration(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace tocsin

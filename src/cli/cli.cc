@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/report.h"
+#include "cli/agent_command.h"
 #include "cli/audit_command.h"
 #include "cli/bench_command.h"
 #include "cli/nccl_command.h"
@@ -23,8 +24,8 @@ int Main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("tocsin ") + kVersion);
     app.require_subcommand(1);
     SetProcessArgs(argc, argv);
-    std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app),
-                                     AddAuditCommand(app)};
+    std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app), AddAuditCommand(app),
+                                     AddAgentCommand(app)};
     for (auto& c : AddBenchCommands(app)) commands.push_back(c);
     try {
       app.parse(argc, argv);

@@ -16,6 +16,17 @@ using nvmlDevice_t = void*;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr unsigned kNvmlStringSize = 96;
 
+// nvmlUtilization_t and nvmlMemory_t (v1) of nvml.h.
+struct NvmlUtilization {
+  unsigned gpu;
+  unsigned memory;
+};
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
 struct NvmlApi {
   nvmlReturn_t (*init)();
   nvmlReturn_t (*shutdown)();
@@ -25,6 +36,9 @@ struct NvmlApi {
   nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*);
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned);
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned);
+  // Optional: older or stub libraries may lack them.
+  nvmlReturn_t (*utilization)(nvmlDevice_t, NvmlUtilization*);
+  nvmlReturn_t (*memory)(nvmlDevice_t, NvmlMemory*);
 };
 
 template <typename F>
@@ -59,6 +73,9 @@ NvmlInfo QueryBlocking(const std::string& library, const std::vector<std::string
             Load(lib, "nvmlDeviceGetHandleByPciBusId_v2", api.by_pci, missing) &&
             Load(lib, "nvmlDeviceGetName", api.name, missing) &&
             Load(lib, "nvmlDeviceGetUUID", api.uuid, missing);
+  api.utilization =
+      reinterpret_cast<decltype(api.utilization)>(dlsym(lib, "nvmlDeviceGetUtilizationRates"));
+  api.memory = reinterpret_cast<decltype(api.memory)>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
   if (!ok) {
     info.status = "error";
     info.detail = library + " has no symbol " + missing;
@@ -85,6 +102,16 @@ NvmlInfo QueryBlocking(const std::string& library, const std::vector<std::string
       char uuid[kNvmlStringSize] = {};
       if (api.name(handle, name, sizeof(name)) == kNvmlSuccess) dev.name = name;
       if (api.uuid(handle, uuid, sizeof(uuid)) == kNvmlSuccess) dev.uuid = uuid;
+      NvmlUtilization util{};
+      if (api.utilization && api.utilization(handle, &util) == kNvmlSuccess) {
+        dev.utilization_gpu = util.gpu;
+        dev.utilization_memory = util.memory;
+      }
+      NvmlMemory mem{};
+      if (api.memory && api.memory(handle, &mem) == kNvmlSuccess) {
+        dev.memory_total = mem.total;
+        dev.memory_used = mem.used;
+      }
     }
     info.devices[address] = dev;
   }

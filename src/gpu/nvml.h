@@ -15,6 +15,10 @@ struct NvmlDevice {
   std::string name;
   std::string uuid;
   std::string error;  // why this GPU could not be looked up; empty when it was
+  // nvmlDeviceGetUtilizationRates (percent over the driver's last sample period) and
+  // nvmlDeviceGetMemoryInfo (bytes); nullopt when the driver does not say.
+  std::optional<unsigned> utilization_gpu, utilization_memory;
+  std::optional<uint64_t> memory_total, memory_used;
 };
 
 struct NvmlInfo {

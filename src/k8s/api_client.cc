@@ -140,7 +140,8 @@ Status ApiClient::RefreshCredential(bool force) {
   return Status::Ok();
 }
 
-Result<HttpResponse> ApiClient::Exchange(const std::string& path) {
+Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::string& path,
+                                         const std::string& body, const std::string& content_type) {
   CURL* c = static_cast<CURL*>(curl_);
   HttpResponse resp;
   Sink sink{&resp.body, options_.max_body};
@@ -148,7 +149,17 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& path) {
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  if (method == "GET") {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
   curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  std::string type = "Content-Type: " + content_type;
+  if (method != "GET") headers = curl_slist_append(headers, type.c_str());
   std::string auth = "Authorization: Bearer " + token_;
   if (!token_.empty()) headers = curl_slist_append(headers, auth.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
@@ -159,7 +170,11 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& path) {
   curl_slist_free_all(headers);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
-  std::string where = "GET " + url;
+  if (method != "GET") {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);  // also forgets POSTFIELDS
+  }
+  std::string where = method + " " + url;
   if (sink.overflow) {
     return Status::IoError(where + ": response larger than " + std::to_string(options_.max_body) +
                            " bytes");
@@ -180,7 +195,10 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& path) {
   return resp;
 }
 
-Result<std::string> ApiClient::Get(const std::string& path) {
+Result<std::string> ApiClient::Get(const std::string& path) { return Send("GET", path, "", ""); }
+
+Result<std::string> ApiClient::Send(const std::string& method, const std::string& path,
+                                    const std::string& body, const std::string& content_type) {
   auto backoff = options_.backoff;
   bool reauthenticated = false;
   Status last;
@@ -189,9 +207,9 @@ Result<std::string> ApiClient::Get(const std::string& path) {
         *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
       if (Status st = RefreshCredential(false); !st.ok()) return st;
     }
-    auto r = Exchange(path);
+    auto r = Exchange(method, path, body, content_type);
     last_status_ = r.ok() ? r->status : 0;
-    std::string where = "GET " + access_.server + path;
+    std::string where = method + " " + access_.server + path;
     if (r.ok() && r->status >= 200 && r->status < 300) return std::move(r->body);
     if (r.ok() && r->status == 401 && access_.exec && !reauthenticated) {
       // The plugin's credential may have been revoked early: ask it again, once.
@@ -209,9 +227,11 @@ Result<std::string> ApiClient::Get(const std::string& path) {
         }
         if (r->status == 403) {
           return Status::InvalidArgument(where + ": " + text +
-                                         " (see deploy/rbac/audit.yaml for the rights needed)");
+                                         " (see deploy/rbac/audit.yaml and "
+                                         "deploy/agent/rbac.yaml for the rights needed)");
         }
         if (r->status == 404) return Status::NotFound(where + ": " + text);
+        if (r->status == 409) return Status::Unavailable(where + ": conflict: " + text);
         return Status::InvalidArgument(where + ": " + text);
       }
       last = Status::Unavailable(where + ": " + text);

@@ -28,7 +28,7 @@ struct HttpResponse {
   std::string body;
 };
 
-// A read-only Kubernetes API client over libcurl: TLS verified against the cluster CA (or the
+// A Kubernetes API client over libcurl: TLS verified against the cluster CA (or the
 // system store), client certificates, bearer tokens (also from a rotating token file) and exec
 // credential plugins (re-run when the credential expires or the server answers 401).
 // Errors name the server, the request and the HTTP status with the API's own message.
@@ -41,6 +41,11 @@ class ApiClient {
 
   // GET `path` (with its query); 2xx only, after bounded retries.
   Result<std::string> Get(const std::string& path);
+  // `method` (PATCH, POST, PUT, ...) with a body of `content_type` (e.g.
+  // "application/strategic-merge-patch+json"); 2xx only, same retries as Get; the response body.
+  // A 409 Conflict is Unavailable with "conflict" in the message.
+  Result<std::string> Send(const std::string& method, const std::string& path,
+                           const std::string& body, const std::string& content_type);
 
   // Lists a collection (e.g. "/api/v1/pods") page by page with limit/continue, decoding every
   // page into `out` (which must be a `<kind>List`). A continue token that expired (410) restarts
@@ -53,7 +58,9 @@ class ApiClient {
  private:
   ApiClient(ClusterAccess access, ClientOptions options);
   Status RefreshCredential(bool force);
-  Result<HttpResponse> Exchange(const std::string& path);  // one attempt, no retries
+  // One attempt, no retries.
+  Result<HttpResponse> Exchange(const std::string& method, const std::string& path,
+                                const std::string& body, const std::string& content_type);
   Status DecodePages(const std::string& collection, const std::string& kind, int64_t limit,
                      Snapshot& out, bool& gone);
 

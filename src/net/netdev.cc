@@ -33,6 +33,10 @@ Netdev ReadNetdev(Env& env, const std::string& name) {
   if (speed && *speed >= 0) dev.speed_mbps = speed;
   dev.mtu = ReadInt(env, dir + "/mtu", "mtu", dev.issues);
   dev.type = ReadInt(env, dir + "/type", "type", dev.issues);
+  for (auto [file, out] : {std::pair{"rx_bytes", &dev.rx_bytes}, {"tx_bytes", &dev.tx_bytes}}) {
+    auto v = ReadInt(env, dir + "/statistics/" + file, file, dev.issues);
+    if (v && *v >= 0) *out = static_cast<uint64_t>(*v);
+  }
   auto real = env.RealPath(dir);
   if (real.ok()) dev.is_virtual = real->find("/devices/virtual/") != std::string::npos;
   if (!dev.is_virtual) {
@@ -67,6 +71,8 @@ nlohmann::json ToJson(const Scan& scan) {
         {"operstate", d.operstate},
         {"speed_mbps", d.speed_mbps ? nlohmann::json(*d.speed_mbps) : nullptr},
         {"mtu", d.mtu ? nlohmann::json(*d.mtu) : nullptr},
+        {"rx_bytes", d.rx_bytes ? nlohmann::json(*d.rx_bytes) : nullptr},
+        {"tx_bytes", d.tx_bytes ? nlohmann::json(*d.tx_bytes) : nullptr},
         {"address", d.address},
         {"type", d.type ? nlohmann::json(*d.type) : nullptr},
         {"virtual", d.is_virtual},

@@ -21,7 +21,11 @@ struct Netdev {
   std::optional<int64_t> type;  // ARPHRD_*: 1 Ethernet, 32 InfiniBand, 772 loopback
   bool is_virtual = false;      // under /sys/devices/virtual (lo, bridges, veth, ...)
   std::optional<PciLocation> pci;
+  // statistics/rx_bytes and tx_bytes (sysfs-class-net-statistics, "%llu"); nullopt when absent.
+  std::optional<uint64_t> rx_bytes, tx_bytes;
   std::vector<ReadIssue> issues;
+
+  bool is_ethernet() const { return type && *type == 1; }  // ARPHRD_ETHER
 };
 
 struct Scan {

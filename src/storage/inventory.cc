@@ -48,6 +48,19 @@ void ScanLustreDevices(Env& env, Scan& scan) {
           if (parsed.ok()) dev.state = *parsed;
           // a malformed state file only costs us the onset time; import says the state
         }
+        if (std::string_view(kind) == "osc") {
+          // osc.*.stats is in debugfs whatever the release (ptlrpc_ldebugfs_register).
+          std::string path = std::string("/sys/kernel/debug/lustre/osc/") + name + "/stats";
+          auto stats_text = env.ReadFile(path, 1 << 20);
+          if (stats_text.ok()) {
+            auto stats = ParseLustreStats(*stats_text);
+            if (stats.ok()) {
+              dev.stats = *stats;
+            } else {
+              dev.issues.push_back({"stats", path, stats.status().WithPrefix(path)});
+            }
+          }
+        }
         scan.lustre_devices.push_back(std::move(dev));
       }
     }

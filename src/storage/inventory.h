@@ -20,6 +20,7 @@ struct LustreDevice {
   std::string dir;   // where it was found (procfs up to 2.16, debugfs from 2.17)
   std::optional<LustreImport> import;
   std::optional<LustreStateHistory> state;
+  std::optional<LustreStats> stats;  // osc only: ptlrpc stats in debugfs (needs root)
   std::vector<ReadIssue> issues;
 };
 

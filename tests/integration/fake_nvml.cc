@@ -62,7 +62,19 @@ int nvmlDeviceGetCount_v2(unsigned* count) {
 
 int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** handle) {
   if (std::strcmp(bus_id, Env("FAKE_NVML_MISSING")) == 0) return kNotFound;
-  *handle = strdup(bus_id);  // the handle remembers its address; leaked like a real handle
+  // The handle remembers its address: one static slot per address, as NVML's handles are
+  // valid until nvmlShutdown and never freed by the caller.
+  static char slots[kPciGpus * 2][32];
+  static unsigned used = 0;
+  for (unsigned i = 0; i < used; ++i) {
+    if (std::strcmp(slots[i], bus_id) == 0) {
+      *handle = slots[i];
+      return kSuccess;
+    }
+  }
+  if (used == kPciGpus * 2) return kNotFound;
+  std::snprintf(slots[used], sizeof(slots[used]), "%s", bus_id);
+  *handle = slots[used++];
   return kSuccess;
 }
 
@@ -74,6 +86,28 @@ int nvmlDeviceGetName(void* handle, char* out, unsigned len) {
 
 int nvmlDeviceGetUUID(void* handle, char* out, unsigned len) {
   Copy(std::string("GPU-fake-") + static_cast<const char*>(handle), out, len);
+  return kSuccess;
+}
+
+// Deterministic readings a test can check: GPU utilisation 87 %, memory controller 40 %,
+// 80 GiB of which 10 GiB used.
+struct Utilization {
+  unsigned gpu;
+  unsigned memory;
+};
+struct Memory {
+  unsigned long long total, free, used;
+};
+
+int nvmlDeviceGetUtilizationRates(void* handle, Utilization* out) {
+  (void)handle;
+  *out = {87, 40};
+  return kSuccess;
+}
+
+int nvmlDeviceGetMemoryInfo(void* handle, Memory* out) {
+  (void)handle;
+  *out = {80ull << 30, 70ull << 30, 10ull << 30};
   return kSuccess;
 }
 

@@ -31,6 +31,15 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
+    def send(self, method, path, body, content_type="application/json"):
+        req = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
+                                     method=method, headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read().decode())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read().decode())
+
     def close(self):
         self.proc.kill()
         self.proc.wait()
@@ -60,6 +69,36 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(pages, 2)
         self.assertEqual(len(names), len(set(names)))
         self.assertEqual(len(names), len(json.loads(self.server.get("/api/v1/pods")[1])["items"]))
+
+    def test_status_patch_merges_conditions_by_type_and_events_are_created(self):
+        name = json.loads(self.server.get("/api/v1/nodes")[1])["items"][0]["metadata"]["name"]
+        smp = "application/strategic-merge-patch+json"
+        before = json.loads(self.server.get("/api/v1/nodes/" + name)[1])
+        theirs = [c["type"] for c in before["status"].get("conditions", [])]
+        cond = {"type": "RDMAFabricDegraded", "status": "True", "reason": "RdmaPortDown"}
+        code, node = self.server.send("PATCH", "/api/v1/nodes/%s/status" % name,
+                                      {"status": {"conditions": [cond]}}, smp)
+        self.assertEqual(code, 200)
+        code, node = self.server.send("PATCH", "/api/v1/nodes/%s/status" % name,
+                                      {"status": {"conditions": [dict(cond, status="False")]}},
+                                      smp)
+        types = [c["type"] for c in node["status"]["conditions"]]
+        self.assertEqual(types, theirs + ["RDMAFabricDegraded"])  # merged, others kept
+        self.assertEqual(node["status"]["conditions"][-1]["status"], "False")
+        self.assertEqual(self.server.send("PATCH", "/api/v1/nodes/%s/status" % name, {})[0], 415)
+        # The node itself: a stale resourceVersion conflicts.
+        code, _ = self.server.send("PATCH", "/api/v1/nodes/" + name,
+                                   {"metadata": {"resourceVersion": "1"}, "spec": {}}, smp)
+        self.assertEqual(code, 409)
+        event = {"kind": "Event", "apiVersion": "v1", "metadata": {"generateName": name + "."},
+                 "involvedObject": {"kind": "Node", "name": name}, "reason": "RdmaPortDown"}
+        code, created = self.server.send("POST", "/api/v1/namespaces/default/events", event)
+        self.assertEqual(code, 201)
+        self.assertTrue(created["metadata"]["name"].startswith(name + "."))
+        events = json.loads(self.server.get("/api/v1/namespaces/default/events")[1])["items"]
+        self.assertEqual([e["reason"] for e in events], ["RdmaPortDown"])
+        self.assertEqual(self.server.send("POST", "/api/v1/namespaces/default/events",
+                                          {"kind": "Event"})[0], 422)
 
     def test_selectors_and_single_objects(self):
         code, body = self.server.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dgpu-node-01")

@@ -1,0 +1,191 @@
+#include "agent/agent.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "agent/collector.h"
+#include "agent/node_tasks.h"
+#include "agent/probe_task.h"
+#include "gpu/inventory.h"
+#include "rdma/inventory.h"
+#include "storage/inventory.h"
+
+namespace tocsin::agent {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+void Log(const std::string& what) {
+  std::cerr << FormatRfc3339(Clock::now()) << " tocsin agent: " << what << std::endl;
+}
+
+std::map<std::string, Schedule> DefaultSchedules() {
+  return {{"rdma", {seconds(15), seconds(5)}},
+          {"fabric", {seconds(10), seconds(5)}},
+          {"gpu", {seconds(30), seconds(15)}},
+          {"storage", {seconds(30), seconds(10)}},
+          {"storage-probe", {seconds(60), seconds(20)}}};
+}
+
+Agent::Agent(AgentOptions options)
+    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {}
+
+Agent::~Agent() { Shutdown(); }
+
+Status Agent::Discover() {
+  // What this node has (sysfs and the mount table only: nothing here can hang on a mount).
+  auto env = NewRootedEnv(options_.root);
+  rdma::Scan rdma = rdma::ScanDevices(*env);
+  gpu::Scan gpus = gpu::ScanGpus(*env);
+  storage::Scan storage = storage::ScanStorage(*env);
+  size_t ports = 0, shared = 0;
+  for (const auto& d : rdma.devices) ports += d.ports.size();
+  for (const auto& m : storage.mounts.mounts) shared += storage::IsSharedFsType(m.fstype);
+  Log("discover: root " + options_.root + ": " + std::to_string(rdma.devices.size()) +
+      " RDMA devices (" + std::to_string(ports) + " ports), " + std::to_string(gpus.gpus.size()) +
+      " GPUs, " + std::to_string(shared) + " shared mounts, " +
+      std::to_string(storage.lustre_devices.size()) + " Lustre imports");
+
+  auto schedule = [&](const std::string& name) { return options_.schedules.at(name); };
+  auto add = [&](TaskSpec t, const std::string& kind) {
+    Schedule s = schedule(kind);
+    t.interval = s.interval;
+    t.timeout = s.timeout;
+    tasks_.push_back(std::move(t));
+  };
+  node::Options node = options_.node;
+  // NVML must answer inside the gpu task's own deadline.
+  node.nvml_timeout = std::min(node.nvml_timeout, schedule("gpu").timeout / 2);
+  add(RdmaTask(options_.root, node), "rdma");
+  add(FabricTask(options_.root, options_.fabric), "fabric");
+  add(GpuTask(options_.root, node), "gpu");
+  add(StorageTask(options_.root, node), "storage");
+  for (const auto& path : options_.probe_paths) {
+    ProbeTaskOptions p;
+    p.path = path;
+    p.self_exe = options_.self_exe;
+    p.max_fsync_ms = options_.probe_max_fsync_ms;
+    p.max_meta_ms = options_.probe_max_meta_ms;
+    p.interval = schedule("storage-probe").interval;
+    p.timeout = schedule("storage-probe").timeout;
+    tasks_.push_back(StorageProbeTask(p, registry_));
+  }
+  for (const auto& t : tasks_) {
+    Log("task " + t.name + ": every " + std::to_string(t.interval.count()) + " ms, timeout " +
+        std::to_string(t.timeout.count()) + " ms");
+  }
+
+  if (options_.kube) {
+    auto& node_name = options_.kube_options.node_name;
+    if (node_name.empty()) {
+      const char* env_name = std::getenv("NODE_NAME");
+      if (env_name == nullptr || *env_name == '\0') {
+        return Status::InvalidArgument(
+            "no node name: set --node-name or NODE_NAME (the downward API's spec.nodeName), or "
+            "run with --no-kube");
+      }
+      node_name = env_name;
+    }
+    auto access = k8s::ResolveAccess(options_.kubeconfig, k8s::AccessEnvironment());
+    if (!access.ok()) return access.status();
+    auto client = k8s::ApiClient::Create(*access, options_.client);
+    if (!client.ok()) return client.status();
+    kube_ = std::make_unique<KubeReporter>(std::move(*client), options_.kube_options);
+    Log("kubernetes: node " + node_name + " via " + access->origin);
+  }
+  return Status::Ok();
+}
+
+Status Agent::StartHttp() {
+  scheduler_ = std::make_unique<Scheduler>(tasks_, [] { return Clock::now(); });
+  collector_ =
+      std::make_shared<Collector>(scheduler_.get(), options_.kube_options.node_name, Clock::now());
+  server_ = std::make_unique<MetricsServer>(registry_);
+  server_->AddCollectable(collector_);
+  Status st = server_->Start(options_.listen_host, options_.listen_port);
+  if (!st.ok()) return st;
+  Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
+      std::to_string(server_->port()));
+  return Status::Ok();
+}
+
+void Agent::Reconcile() {
+  std::vector<TaskState> states = scheduler_->States();
+  std::map<std::string, NodeCondition> previous =
+      kube_ && !kube_->current().empty() ? kube_->current() : conditions_;
+  TimePoint now = Clock::now();
+  std::vector<NodeCondition> desired =
+      EvaluateConditions(states, previous, now, options_.conditions);
+  for (const auto& c : desired) {
+    auto it = conditions_.find(c.type);
+    if (it == conditions_.end() || it->second.status != c.status) {
+      Log("condition " + c.type + "=" + c.status + " (" + c.reason + "): " + c.message);
+    }
+    conditions_[c.type] = c;
+  }
+  KubeCounters counters;
+  if (kube_) {
+    bool& discovered = kube_discovered_;
+    if (!discovered) {
+      Status st = kube_->Discover();
+      if (st.ok()) {
+        discovered = true;
+        // Conditions already on the node are the state before this agent started.
+        desired = EvaluateConditions(states, kube_->current(), now, options_.conditions);
+      } else {
+        Log("kubernetes: " + st.message() + " (retrying every reconcile)");
+      }
+    }
+    if (discovered) {
+      Status st = kube_->Report(desired, CurrentFindings(states), now);
+      if (!st.ok()) Log("kubernetes: " + st.message());
+    }
+    counters.connected = discovered;
+    counters.patches = kube_->patches();
+    counters.events = kube_->events();
+    counters.errors = kube_->errors();
+  }
+  collector_->SetConditions(desired, counters);
+}
+
+Status Agent::Loop(int stop_fd, int wake_fd) {
+  scheduler_->Start();
+  bool ready = false;
+  auto next = std::chrono::steady_clock::now();
+  while (true) {
+    if (!ready && scheduler_->WaitForRuns(1, milliseconds(0))) {
+      ready = true;
+      server_->SetReady(true);
+      Log("ready: every task has run once");
+      next = std::chrono::steady_clock::now();  // reconcile at once with full results
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next) {
+      if (ready) Reconcile();
+      next = now + (ready ? options_.reconcile : milliseconds(50));
+    }
+    int wait_ms = static_cast<int>(
+        std::chrono::duration_cast<milliseconds>(next - std::chrono::steady_clock::now()).count());
+    pollfd fds[2] = {{stop_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    int n = poll(fds, wake_fd >= 0 ? 2 : 1, std::max(wait_ms, 0));
+    if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP))) break;
+    if (n > 0 && wake_fd >= 0 && (fds[1].revents & POLLIN)) {
+      char buf[64];
+      (void)!read(wake_fd, buf, sizeof buf);
+      Log("SIGHUP: running every task now");
+      scheduler_->RunAllNow();
+    }
+  }
+  return Status::Ok();
+}
+
+void Agent::Shutdown() {
+  if (server_) server_->SetReady(false);
+  if (scheduler_) scheduler_->Stop();  // returns at once: stuck workers are abandoned
+  if (server_) server_->Stop();
+}
+
+}  // namespace tocsin::agent

@@ -1,0 +1,160 @@
+#include "agent/kube_reporter.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+
+namespace tocsin::agent {
+namespace {
+
+using nlohmann::json;
+
+bool IsOurs(const std::string& type) {
+  return type == kRdmaFabricDegraded || type == kSharedStorageDegraded ||
+         type == kGpuNicAffinityBroken || type == kTocsinChecksStale;
+}
+
+}  // namespace
+
+KubeReporter::KubeReporter(std::unique_ptr<k8s::ApiClient> client, KubeOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {}
+
+Status KubeReporter::Discover() {
+  std::string path = "/api/v1/nodes/" + options_.node_name;
+  auto body = client_->Get(path);
+  if (!body.ok()) return body.status();
+  json node = json::parse(*body, nullptr, false);
+  if (!node.is_object()) {
+    return Status::ParseError("GET " + path + ": the answer is not a JSON object");
+  }
+  uid_ = node.value("/metadata/uid"_json_pointer, std::string());
+  const json conditions = node.value("/status/conditions"_json_pointer, json::array());
+  for (const auto& c : conditions) {
+    if (!c.is_object()) continue;
+    std::string type = c.value("type", "");
+    if (!IsOurs(type)) continue;
+    NodeCondition nc;
+    nc.type = type;
+    nc.status = c.value("status", "");
+    nc.reason = c.value("reason", "");
+    nc.message = c.value("message", "");
+    auto t = ParseRfc3339(c.value("lastTransitionTime", ""));
+    nc.last_transition = t.value_or(Clock::now());
+    current_[type] = nc;
+  }
+  const json taints = node.value("/spec/taints"_json_pointer, json::array());
+  tainted_ = false;
+  for (const auto& t : taints) {
+    if (t.is_object() && t.value("key", "") == options_.taint_key) tainted_ = true;
+  }
+  return Status::Ok();
+}
+
+Status KubeReporter::PostEvent(const NodeCondition& c, const std::string& previous_status,
+                               TimePoint now) {
+  std::string ts = FormatRfc3339(now);
+  json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata",
+       {{"generateName", options_.node_name + "."}, {"namespace", options_.event_namespace}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}, {"uid", uid_}}},
+      {"reason", c.reason},
+      {"message", c.type + " is " + c.status +
+                      (previous_status.empty() ? "" : " (was " + previous_status + ")") + ": " +
+                      c.message},
+      {"type", c.status == "True" ? "Warning" : "Normal"},
+      {"source", {{"component", "tocsin-agent"}, {"host", options_.node_name}}},
+      {"reportingComponent", "tocsin-agent"},
+      {"reportingInstance", options_.node_name},
+      {"firstTimestamp", ts},
+      {"lastTimestamp", ts},
+      {"count", 1}};
+  auto r = client_->Send("POST", "/api/v1/namespaces/" + options_.event_namespace + "/events",
+                         event.dump(), "application/json");
+  if (!r.ok()) return r.status();
+  ++events_;
+  return Status::Ok();
+}
+
+Status KubeReporter::SyncTaint(bool want, const std::string& why) {
+  if (tainted_ && *tainted_ == want) return Status::Ok();
+  // Taints have no merge key: read, edit, and write the whole list guarded by resourceVersion.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::string path = "/api/v1/nodes/" + options_.node_name;
+    auto body = client_->Get(path);
+    if (!body.ok()) return body.status();
+    json node = json::parse(*body, nullptr, false);
+    if (!node.is_object()) return Status::ParseError("GET " + path + ": not a JSON object");
+    json taints = json::array();
+    for (const auto& t : node.value("/spec/taints"_json_pointer, json::array())) {
+      if (t.is_object() && t.value("key", "") != options_.taint_key) taints.push_back(t);
+    }
+    if (want) {
+      taints.push_back({{"key", options_.taint_key}, {"value", why}, {"effect", "NoSchedule"}});
+    }
+    json patch = {{"metadata",
+                   {{"resourceVersion", node.value("/metadata/resourceVersion"_json_pointer, "")}}},
+                  {"spec", {{"taints", taints}}}};
+    auto r = client_->Send("PATCH", path, patch.dump(), "application/strategic-merge-patch+json");
+    if (r.ok()) {
+      tainted_ = want;
+      return Status::Ok();
+    }
+    if (r.status().message().find("conflict") == std::string::npos) return r.status();
+  }
+  return Status::Unavailable("nodes/" + options_.node_name + ": taint: 3 conflicts in a row");
+}
+
+Status KubeReporter::Report(const std::vector<NodeCondition>& desired,
+                            const std::vector<Finding>& findings, TimePoint now) {
+  bool changed = false;
+  for (const auto& c : desired) {
+    auto it = current_.find(c.type);
+    if (it == current_.end() || it->second.status != c.status || it->second.reason != c.reason ||
+        it->second.message != c.message) {
+      changed = true;
+    }
+  }
+  bool heartbeat = !last_patch_ || now - *last_patch_ >= options_.heartbeat;
+  Status first_error;
+  if (changed || heartbeat) {
+    std::string path = "/api/v1/nodes/" + options_.node_name + "/status";
+    auto r = client_->Send("PATCH", path, ConditionsPatch(desired, now).dump(),
+                           "application/strategic-merge-patch+json");
+    if (!r.ok()) {
+      ++errors_;
+      return r.status();  // current_ stays: the next round retries the same transitions
+    }
+    ++patches_;
+    last_patch_ = now;
+    for (const auto& c : desired) {
+      auto it = current_.find(c.type);
+      std::string before = it == current_.end() ? "" : it->second.status;
+      if (before != c.status && !(before.empty() && c.status == "False")) {
+        if (Status st = PostEvent(c, before, now); !st.ok()) {
+          ++errors_;
+          if (first_error.ok()) first_error = st;
+        }
+      }
+      current_[c.type] = c;
+    }
+  }
+  if (options_.taint) {
+    const Finding* worst = nullptr;
+    for (const auto& f : findings) {
+      if (f.severity >= options_.taint_severity && (!worst || f.severity > worst->severity)) {
+        worst = &f;
+      }
+    }
+    Status st = SyncTaint(worst != nullptr, worst ? ReasonFromCheck(worst->check) : "");
+    if (!st.ok()) {
+      ++errors_;
+      if (first_error.ok()) first_error = st;
+    }
+  }
+  return first_error;
+}
+
+}  // namespace tocsin::agent

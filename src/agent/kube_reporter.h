@@ -1,0 +1,56 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/conditions.h"
+#include "base/finding.h"
+#include "k8s/api_client.h"
+
+namespace tocsin::agent {
+
+struct KubeOptions {
+  std::string node_name;
+  std::string event_namespace = "default";  // where kubelet and node-problem-detector put them
+  std::chrono::seconds heartbeat{60};       // re-patch unchanged conditions this often
+  bool taint = false;                       // NoSchedule taint while a finding is critical
+  std::string taint_key = "tocsin.io/degraded";
+  Severity taint_severity = Severity::kCritical;
+};
+
+// Writes the agent's NodeConditions to nodes/<name>/status (strategic merge patch: conditions
+// merge by type, others' conditions stay), posts an Event per transition, and optionally keeps a
+// NoSchedule taint while a finding is at or above taint_severity.
+class KubeReporter {
+ public:
+  KubeReporter(std::unique_ptr<k8s::ApiClient> client, KubeOptions options);
+
+  // Reads the node: it must exist. Conditions of our types already there are the previous
+  // state, so lastTransitionTime survives an agent restart.
+  Status Discover();
+  const std::map<std::string, NodeCondition>& current() const { return current_; }
+
+  // Patches when a condition changed or the heartbeat is due; one Event per transition.
+  Status Report(const std::vector<NodeCondition>& desired, const std::vector<Finding>& findings,
+                TimePoint now);
+
+  uint64_t patches() const { return patches_; }
+  uint64_t events() const { return events_; }
+  uint64_t errors() const { return errors_; }
+
+ private:
+  Status PostEvent(const NodeCondition& c, const std::string& previous_status, TimePoint now);
+  Status SyncTaint(bool want, const std::string& why);
+
+  std::unique_ptr<k8s::ApiClient> client_;
+  KubeOptions options_;
+  std::string uid_;
+  std::map<std::string, NodeCondition> current_;
+  std::optional<TimePoint> last_patch_;
+  std::optional<bool> tainted_;
+  uint64_t patches_ = 0, events_ = 0, errors_ = 0;
+};
+
+}  // namespace tocsin::agent

@@ -1,0 +1,240 @@
+#include "cli/agent_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+
+#include "agent/agent.h"
+#include "cli/node_flags.h"
+#include "cli/report_flags.h"
+#include "cli/yaml_config.h"
+
+namespace tocsin::cli {
+namespace {
+
+struct AgentFlags {
+  std::string root = "/";
+  std::string listen = "0.0.0.0:9464";
+  bool no_kube = false;
+  std::string node_name, kubeconfig, context, event_namespace = "default";
+  std::string request_timeout = "10s", reconcile = "10s", heartbeat = "60s";
+  std::vector<std::string> intervals, timeouts;
+  std::string condition_severity = "error";
+  double stale_factor = 3;
+  bool taint = false;
+  std::string taint_severity = "critical", taint_key = "tocsin.io/degraded";
+  std::vector<std::string> probe_paths;
+  double probe_max_fsync_ms = 0, probe_max_meta_ms = 0;
+  double fabric_idle_below = 1e6, tcp_busy_above = 100e6;
+  std::string fabric_sustain = "60s";
+  NodeFlags node;
+};
+
+int g_stop_pipe[2] = {-1, -1};
+int g_wake_pipe[2] = {-1, -1};
+extern "C" void OnStop(int) { (void)!write(g_stop_pipe[1], "x", 1); }
+extern "C" void OnHangup(int) { (void)!write(g_wake_pipe[1], "x", 1); }
+
+Status Duration(const std::string& flag, const std::string& text, std::chrono::milliseconds& out) {
+  auto d = ParseDuration(text);
+  if (!d || d->count() == 0) {
+    return Status::InvalidArgument(flag + ": not a duration: \"" + text +
+                                   "\" (e.g. 500ms, 15s, 2m)");
+  }
+  out = *d;
+  return Status::Ok();
+}
+
+// TASK=DURATION items of --interval / --timeout into the schedules.
+Status ApplySchedule(const std::string& flag, const std::vector<std::string>& items, bool interval,
+                     std::map<std::string, agent::Schedule>& schedules) {
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    std::string task = item.substr(0, eq);
+    if (eq == std::string::npos || !schedules.count(task)) {
+      std::string known;
+      for (const auto& [name, s] : schedules) known += (known.empty() ? "" : ", ") + name;
+      return Status::InvalidArgument(flag + " \"" + item +
+                                     "\": expected TASK=DURATION with TASK "
+                                     "one of " +
+                                     known);
+    }
+    std::chrono::milliseconds d;
+    if (Status st = Duration(flag + " " + task, item.substr(eq + 1), d); !st.ok()) return st;
+    (interval ? schedules[task].interval : schedules[task].timeout) = d;
+  }
+  return Status::Ok();
+}
+
+Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& f) {
+  agent::AgentOptions o;
+  struct stat st;
+  if (::stat(f.root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("--root " + f.root + ": not a directory");
+  }
+  o.root = f.root;
+  auto colon = f.listen.rfind(':');
+  char* end = nullptr;
+  long port = colon == std::string::npos ? -1 : std::strtol(f.listen.c_str() + colon + 1, &end, 10);
+  if (colon == std::string::npos || end == nullptr || *end != '\0' || port < 0 || port > 65535) {
+    return Status::InvalidArgument("--listen \"" + f.listen +
+                                   "\": expected HOST:PORT (port 0: any)");
+  }
+  o.listen_host = colon == 0 ? "0.0.0.0" : f.listen.substr(0, colon);
+  o.listen_port = static_cast<int>(port);
+  if (Status s = f.node.Apply(cmd, o.node); !s.ok()) return s;
+  if (Status s = ApplySchedule("--interval", f.intervals, true, o.schedules); !s.ok()) return s;
+  if (Status s = ApplySchedule("--timeout", f.timeouts, false, o.schedules); !s.ok()) return s;
+  for (const auto& [task, s] : o.schedules) {
+    if (s.timeout > s.interval) {
+      return Status::InvalidArgument(
+          "task " + task + ": timeout " + std::to_string(s.timeout.count()) +
+          " ms is longer than its interval " + std::to_string(s.interval.count()) + " ms");
+    }
+  }
+  for (const auto& p : f.probe_paths) {
+    if (p.empty() || p.front() != '/') {
+      return Status::InvalidArgument("--probe-path \"" + p + "\": expected an absolute path");
+    }
+  }
+  o.probe_paths = f.probe_paths;
+  o.probe_max_fsync_ms = f.probe_max_fsync_ms;
+  o.probe_max_meta_ms = f.probe_max_meta_ms;
+  char exe[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return Status::IoError("/proc/self/exe: " + std::string(strerror(errno)));
+  o.self_exe.assign(exe, static_cast<size_t>(n));
+  auto severity = ParseSeverity(f.condition_severity);
+  if (!severity) return Status::InvalidArgument("--condition-severity: warning, error or critical");
+  o.conditions.min_severity = *severity;
+  if (!(f.stale_factor >= 1)) return Status::InvalidArgument("--stale-factor: must be >= 1");
+  o.conditions.stale_factor = f.stale_factor;
+  if (Status s = Duration("--reconcile", f.reconcile, o.reconcile); !s.ok()) return s;
+  std::chrono::milliseconds d;
+  if (Status s = Duration("--fabric-sustain", f.fabric_sustain, d); !s.ok()) return s;
+  o.fabric.sustain = std::chrono::duration_cast<std::chrono::seconds>(d);
+  o.fabric.rdma_idle_below_bps = f.fabric_idle_below;
+  o.fabric.tcp_busy_above_bps = f.tcp_busy_above;
+  o.kube = !f.no_kube;
+  o.kubeconfig = {f.kubeconfig, f.context};
+  if (Status s = Duration("--request-timeout", f.request_timeout, o.client.request_timeout);
+      !s.ok()) {
+    return s;
+  }
+  o.client.connect_timeout = std::min(o.client.connect_timeout, o.client.request_timeout);
+  o.client.attempts = 2;  // the next reconcile retries anyway
+  o.kube_options.node_name = f.node_name;
+  o.kube_options.event_namespace = f.event_namespace;
+  if (Status s = Duration("--heartbeat", f.heartbeat, d); !s.ok()) return s;
+  o.kube_options.heartbeat = std::chrono::duration_cast<std::chrono::seconds>(d);
+  o.kube_options.taint = f.taint;
+  o.kube_options.taint_key = f.taint_key;
+  auto taint_severity = ParseSeverity(f.taint_severity);
+  if (!taint_severity) return Status::InvalidArgument("--taint-severity: error or critical");
+  o.kube_options.taint_severity = *taint_severity;
+  return o;
+}
+
+int RunAgent(const CLI::App* cmd, const AgentFlags& f) {
+  // Step 1: load the configuration (CLI11 has merged --config and the flags).
+  auto options = BuildOptions(cmd, f);
+  if (!options.ok()) return UsageError(options.status().message());
+  if (pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ||
+      pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return UsageError("pipe: " + std::string(strerror(errno)));
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnStop;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sa.sa_handler = OnHangup;
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  agent::Agent a(std::move(*options));
+  // Step 2: discover the node and its tasks; step 3: serve HTTP.
+  if (Status st = a.Discover(); !st.ok()) return UsageError(st.message());
+  if (Status st = a.StartHttp(); !st.ok()) return UsageError(st.message());
+  // Step 4: the loop, until SIGTERM or SIGINT.
+  Status st = a.Loop(g_stop_pipe[0], g_wake_pipe[0]);
+  // Step 5: shut down (bounded: a worker stuck on a hung mount is not waited for).
+  agent::Log("shutting down");
+  a.Shutdown();
+  agent::Log("stopped");
+  return st.ok() ? kExitOk : UsageError(st.message());
+}
+
+}  // namespace
+
+Command AddAgentCommand(CLI::App& parent) {
+  auto f = std::make_shared<AgentFlags>();
+  CLI::App* cmd = parent.add_subcommand(
+      "agent",
+      "The per-node daemon: repeats the node checks on their own schedules, serves Prometheus "
+      "metrics, writes NodeConditions and Events");
+  cmd->config_formatter(std::make_shared<YamlConfig>());
+  cmd->set_config("--config", "", "YAML file whose keys are these flags' names; flags win");
+  cmd->allow_config_extras(CLI::config_extras_mode::error);
+  cmd->add_option("--root", f->root,
+                  "Read the host under this directory (a fixture tree, or "
+                  "the host's / mounted in the pod)")
+      ->capture_default_str();
+  cmd->add_option("--listen", f->listen, "HOST:PORT of /metrics, /healthz, /readyz")
+      ->capture_default_str();
+  cmd->add_flag("--no-kube", f->no_kube, "A plain exporter: no NodeConditions, Events or taints");
+  cmd->add_option("--node-name", f->node_name, "This node's name (default: $NODE_NAME)");
+  cmd->add_option("--kubeconfig", f->kubeconfig,
+                  "Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");
+  cmd->add_option("--context", f->context, "Kubeconfig context");
+  cmd->add_option("--request-timeout", f->request_timeout, "Bound of one API request")
+      ->capture_default_str();
+  cmd->add_option("--event-namespace", f->event_namespace, "Namespace of the Events posted")
+      ->capture_default_str();
+  cmd->add_option("--interval", f->intervals,
+                  "TASK=DURATION: how often a task runs (tasks: rdma 15s, fabric 10s, gpu 30s, "
+                  "storage 30s, storage-probe 60s)");
+  cmd->add_option("--timeout", f->timeouts,
+                  "TASK=DURATION: a run's deadline, after which its checks are unknown (rdma 5s, "
+                  "fabric 5s, gpu 15s, storage 10s, storage-probe 20s)");
+  cmd->add_option("--reconcile", f->reconcile, "How often NodeConditions are evaluated")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat", f->heartbeat, "Re-write unchanged conditions this often")
+      ->capture_default_str();
+  cmd->add_option("--condition-severity", f->condition_severity,
+                  "Findings at or above this set a condition True")
+      ->capture_default_str();
+  cmd->add_option("--stale-factor", f->stale_factor,
+                  "A task is stale after this many intervals (plus its timeout) without success")
+      ->capture_default_str();
+  cmd->add_flag("--taint", f->taint,
+                "Keep a NoSchedule taint on the node while a finding is at "
+                "or above --taint-severity (off by default)");
+  cmd->add_option("--taint-severity", f->taint_severity, "See --taint")->capture_default_str();
+  cmd->add_option("--taint-key", f->taint_key, "See --taint")->capture_default_str();
+  cmd->add_option("--probe-path", f->probe_paths,
+                  "A directory on a shared filesystem to probe (4 KiB write, read, write+fsync, "
+                  "create, stat, unlink; repeatable)");
+  cmd->add_option("--probe-max-fsync-ms", f->probe_max_fsync_ms,
+                  "A slower probe write+fsync is storage.latency.high");
+  cmd->add_option("--probe-max-meta-ms", f->probe_max_meta_ms,
+                  "A slower probe create/stat/unlink is storage.latency.high");
+  cmd->add_option("--fabric-idle-below", f->fabric_idle_below,
+                  "Bytes/s: RDMA traffic below this is idle (node.fabric.idle-while-tcp-busy)")
+      ->capture_default_str();
+  cmd->add_option("--tcp-busy-above", f->tcp_busy_above,
+                  "Bytes/s: Ethernet traffic above this is busy")
+      ->capture_default_str();
+  cmd->add_option("--fabric-sustain", f->fabric_sustain,
+                  "How long idle-while-busy must last before it is a finding")
+      ->capture_default_str();
+  f->node.AddTo(cmd);
+  return {cmd, [cmd, f] { return RunAgent(cmd, *f); }};
+}
+
+}  // namespace tocsin::cli

@@ -1,0 +1,10 @@
+#pragma once
+
+#include "cli/node_command.h"
+
+namespace tocsin::cli {
+
+// Registers `tocsin agent`, the per-node daemon.
+Command AddAgentCommand(CLI::App& parent);
+
+}  // namespace tocsin::cli
