@@ -19,6 +19,7 @@ namespace tocsin::cli {
 namespace {
 
 struct AgentFlags {
+  std::string config;
   std::string root = "/";
   std::string listen = "0.0.0.0:9464";
   bool no_kube = false;
@@ -91,7 +92,11 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
   if (Status s = f.node.Apply(cmd, o.node); !s.ok()) return s;
   if (Status s = ApplySchedule("--interval", f.intervals, true, o.schedules); !s.ok()) return s;
   if (Status s = ApplySchedule("--timeout", f.timeouts, false, o.schedules); !s.ok()) return s;
-  for (const auto& [task, s] : o.schedules) {
+  for (auto& [task, s] : o.schedules) {
+    bool explicit_timeout = false;
+    for (const auto& item : f.timeouts) explicit_timeout |= item.rfind(task + "=", 0) == 0;
+    // A shorter interval alone brings the default timeout down with it.
+    if (!explicit_timeout) s.timeout = std::min(s.timeout, s.interval);
     if (s.timeout > s.interval) {
       return Status::InvalidArgument(
           "task " + task + ": timeout " + std::to_string(s.timeout.count()) +
@@ -141,8 +146,11 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
   return o;
 }
 
-int RunAgent(const CLI::App* cmd, const AgentFlags& f) {
-  // Step 1: load the configuration (CLI11 has merged --config and the flags).
+int RunAgent(CLI::App* cmd, const AgentFlags& f) {
+  // Step 1: load the configuration: the file's keys fill the flags not given.
+  if (!f.config.empty()) {
+    if (Status st = ApplyYamlConfig(cmd, f.config); !st.ok()) return UsageError(st.message());
+  }
   auto options = BuildOptions(cmd, f);
   if (!options.ok()) return UsageError(options.status().message());
   if (pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ||
@@ -178,9 +186,9 @@ Command AddAgentCommand(CLI::App& parent) {
       "agent",
       "The per-node daemon: repeats the node checks on their own schedules, serves Prometheus "
       "metrics, writes NodeConditions and Events");
-  cmd->config_formatter(std::make_shared<YamlConfig>());
-  cmd->set_config("--config", "", "YAML file whose keys are these flags' names; flags win");
-  cmd->allow_config_extras(CLI::config_extras_mode::error);
+  cmd->add_option("--config", f->config,
+                  "YAML file whose keys are these flags' names; flags "
+                  "given here win");
   cmd->add_option("--root", f->root,
                   "Read the host under this directory (a fixture tree, or "
                   "the host's / mounted in the pod)")

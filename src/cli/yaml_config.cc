@@ -2,75 +2,87 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <sstream>
+#include <utility>
+#include <vector>
 
 namespace tocsin::cli {
 namespace {
 
-[[noreturn]] void Fail(const std::string& why) { throw CLI::ConversionError("config", why); }
+using Items = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-}  // namespace
-
-std::string YamlConfig::to_config(const CLI::App* app, bool default_also, bool write_description,
-                                  std::string prefix) const {
-  // Written as YAML: one "name: value" line per option that has a value.
-  std::ostringstream out;
-  for (const CLI::Option* opt : app->get_options()) {
-    if (opt->get_lnames().empty() || !opt->get_configurable()) continue;
-    std::string name = prefix + opt->get_lnames().front();
-    std::vector<std::string> values = opt->reduced_results();
-    if (values.empty() && default_also && !opt->get_default_str().empty()) {
-      values = {opt->get_default_str()};
-    }
-    if (values.empty()) continue;
-    if (write_description && !opt->get_description().empty()) {
-      out << "# " << opt->get_description() << "\n";
-    }
-    if (values.size() == 1) {
-      out << name << ": " << YAML::Dump(YAML::Node(values.front())) << "\n";
-    } else {
-      out << name << ":\n";
-      for (const auto& v : values) out << "  - " << YAML::Dump(YAML::Node(v)) << "\n";
-    }
-  }
-  return out.str();
-}
-
-std::vector<CLI::ConfigItem> YamlConfig::from_config(std::istream& input) const {
-  YAML::Node root;
-  try {
-    root = YAML::Load(input);
-  } catch (const YAML::Exception& e) {
-    Fail(std::string("not valid YAML: ") + e.what());
-  }
-  std::vector<CLI::ConfigItem> out;
-  if (root.IsNull()) return out;
-  if (!root.IsMap()) Fail("expected a mapping of flag names to values");
+Result<Items> ParseItems(const YAML::Node& root, const std::string& file) {
+  Items items;
+  if (root.IsNull()) return items;
+  if (!root.IsMap()) return Status::InvalidArgument(file + ": expected a mapping of flag names");
   for (const auto& kv : root) {
-    if (!kv.first.IsScalar()) Fail("keys must be flag names such as listen");
-    CLI::ConfigItem item;
-    item.name = kv.first.Scalar();
+    if (!kv.first.IsScalar()) {
+      return Status::InvalidArgument(file + ": keys must be flag names such as listen");
+    }
+    std::string name = kv.first.Scalar();
+    std::vector<std::string> inputs;
     const YAML::Node& v = kv.second;
     if (v.IsScalar()) {
-      item.inputs = {v.Scalar()};
+      inputs = {v.Scalar()};
     } else if (v.IsSequence()) {
       for (const auto& e : v) {
-        if (!e.IsScalar()) Fail(item.name + ": expected a list of plain values");
-        item.inputs.push_back(e.Scalar());
+        if (!e.IsScalar()) {
+          return Status::InvalidArgument(file + ": " + name + ": expected a list of plain values");
+        }
+        inputs.push_back(e.Scalar());
       }
     } else if (v.IsMap()) {
       for (const auto& e : v) {
         if (!e.first.IsScalar() || !e.second.IsScalar()) {
-          Fail(item.name + ": expected a mapping of plain values (name: value)");
+          return Status::InvalidArgument(file + ": " + name +
+                                         ": expected a mapping of plain values (name: value)");
         }
-        item.inputs.push_back(e.first.Scalar() + "=" + e.second.Scalar());
+        inputs.push_back(e.first.Scalar() + "=" + e.second.Scalar());
       }
     } else {
-      Fail(item.name + ": has no value");
+      return Status::InvalidArgument(file + ": " + name + ": has no value");
     }
-    out.push_back(std::move(item));
+    items.emplace_back(std::move(name), std::move(inputs));
   }
-  return out;
+  return items;
+}
+
+}  // namespace
+
+Status ApplyYamlConfig(CLI::App* cmd, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status::InvalidArgument("--config " + path + ": cannot read the file");
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("--config " + path + ": not valid YAML: " + e.what());
+  }
+  auto items = ParseItems(root, path);
+  if (!items.ok()) return items.status().WithPrefix("--config");
+  for (const auto& [name, inputs] : *items) {
+    CLI::Option* opt = cmd->get_option_no_throw("--" + name);
+    if (opt == nullptr || name == "config" || name == "help") {
+      return Status::InvalidArgument("--config " + path + ": unknown key \"" + name +
+                                     "\" (keys are the flags of tocsin " + cmd->get_name() +
+                                     ", see --help)");
+    }
+    bool repeatable = opt->get_expected_max() > 1;
+    if (opt->count() > 0 && !repeatable) continue;  // the command line wins
+    if (!repeatable && inputs.size() != 1) {
+      return Status::InvalidArgument("--config " + path + ": " + name + ": expected one value");
+    }
+    if (inputs.empty()) continue;  // an empty list: nothing to add
+    CLI::results_t given = opt->results();
+    opt->clear();
+    opt->add_result(inputs);
+    opt->add_result(given);
+    try {
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      return Status::InvalidArgument("--config " + path + ": " + name + ": " + e.what());
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace tocsin::cli

@@ -1,22 +1,21 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <istream>
-#include <vector>
+#include <string>
+
+#include "base/status.h"
 
 namespace tocsin::cli {
 
-// CLI11 config files in YAML, so that every key of a config file is a flag of the same name
-// (flags given on the command line win). A mapping of flag names (without "--") to:
-//   a scalar            listen: 0.0.0.0:9464       -> --listen 0.0.0.0:9464
-//   a sequence          probe-path: [/a, /b]       -> --probe-path /a --probe-path /b
-//   a mapping of scalars interval: {rdma: 10s}    -> --interval rdma=10s
-// Anything else (deeper nesting, a document that is not a mapping) is an error naming the key.
-class YamlConfig : public CLI::Config {
- public:
-  std::string to_config(const CLI::App* app, bool default_also, bool write_description,
-                        std::string prefix) const override;
-  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override;
-};
+// Applies a YAML config file to the options of `cmd`, so that every key of the file is the flag
+// of the same name. A mapping of flag names (without "--") to:
+//   a scalar              listen: 0.0.0.0:9464      -> --listen 0.0.0.0:9464
+//   a sequence            probe-path: [/a, /b]      -> --probe-path /a --probe-path /b
+//   a mapping of scalars  interval: {rdma: 10s}     -> --interval rdma=10s
+// A flag given on the command line wins over the file; for repeatable flags the file's values
+// come first and the command line's after them (so a later TASK=... wins). Unknown keys, deeper
+// nesting and values a flag refuses are errors naming the file and the key.
+// (CLI11 2.1's own config files are read for the top-level app only.)
+Status ApplyYamlConfig(CLI::App* cmd, const std::string& path);
 
 }  // namespace tocsin::cli

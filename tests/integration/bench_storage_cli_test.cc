@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "run_binary.h"
+#include "slowfs.h"
 
 namespace tocsin {
 namespace {
@@ -26,14 +27,9 @@ using testing::Process;
 using testing::RunBinary;
 using testing::RunResult;
 using testing::RunTocsinJson;
+using testing::SlowFs;
+using testing::TempDir;
 using SteadyClock = std::chrono::steady_clock;
-
-std::string TempDir(const char* name) {
-  std::string tmpl = std::string("/tmp/tocsin-") + name + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  return mkdtemp(buf.data());
-}
 
 json Phase(const json& report, const std::string& name) {
   for (const auto& p : report["inventory"]["phases"]) {
@@ -41,43 +37,6 @@ json Phase(const json& report, const std::string& name) {
   }
   return json();
 }
-
-bool Mounted(const std::string& point) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find(" " + point + " ") != std::string::npos) return true;
-  }
-  return false;
-}
-
-// slowfs over a backing folder; killed (which aborts its requests) and unmounted at the end.
-class SlowFs {
- public:
-  explicit SlowFs(const std::string& options)
-      : backing_(TempDir("slowfs-back")), mount_(TempDir("slowfs-mnt")) {
-    daemon_ = std::make_unique<Process>(
-        std::vector<std::string>{SLOWFS, mount_, "-f", "-o",
-                                 "backing=" + backing_ + (options.empty() ? "" : "," + options)});
-    // The daemon has no readiness signal: wait for the mount to appear (at most 10 s).
-    for (int i = 0; i < 1000 && !Mounted(mount_); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  ~SlowFs() {
-    daemon_.reset();  // SIGKILL: pending requests fail, stuck probe processes finish
-    RunBinary("fusermount3", {"-u", "-z", mount_});
-    fs::remove_all(backing_);
-    fs::remove(mount_);
-  }
-  bool ok() const { return Mounted(mount_); }
-  const std::string& path() const { return mount_; }
-  const std::string& backing() const { return backing_; }
-
- private:
-  std::string backing_, mount_;
-  std::unique_ptr<Process> daemon_;
-};
 
 TEST(BenchStorageCliTest, AcceptanceRunOnTheDisk) {
   std::string dir = TempDir("storage-disk");

@@ -51,6 +51,9 @@ class Server {
   int port_ = 0;
 };
 
+// A new empty folder /tmp/tocsin-<name>-XXXXXX.
+std::string TempDir(const char* name);
+
 // A `tocsin ... -o json` run: its exit code and report.
 struct JsonRun {
   int exit_code = -1;

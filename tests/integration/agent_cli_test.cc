@@ -1,0 +1,429 @@
+// `tocsin agent` end to end: clean metrics whose values are the fixture's, a port going down
+// between two scrapes, a hung shared filesystem (unknown within the deadline while /metrics
+// answers), NodeConditions, Events and a taint written to the test API server, the YAML config,
+// and a SIGTERM shutdown within a second.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent_process.h"
+#include "run_binary.h"
+#include "slowfs.h"
+
+namespace tocsin {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::AgentProcess;
+using testing::MetricValue;
+using testing::RunBinary;
+using testing::RunResult;
+using testing::Server;
+using testing::SlowFs;
+using testing::TempDir;
+using SteadyClock = std::chrono::steady_clock;
+
+const std::string kSource = TOCSIN_SOURCE_DIR;
+const std::string kNodes = kSource + "/testdata/nodes/";
+const std::string kApi = kSource + "/tests/k8s_api/";
+const std::string kPort2 = "/sys/class/infiniband/mlx5_1/ports/1";
+
+std::vector<std::string> Base(const std::string& root, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--no-kube", "--root", root, "--listen", "127.0.0.1:0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// A writable copy of a fixture node.
+std::string CopyNode(const std::string& name) {
+  std::string dir = TempDir("agent-node");
+  RunResult r = RunBinary("cp", {"-a", kNodes + name + "/.", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return dir;
+}
+
+void Write(const std::string& path, const std::string& text) {
+  fs::path p(path);
+  // sysfs class entries are symlinks into /sys/devices: write through them.
+  std::ofstream(p) << text;
+}
+
+bool Ready(const AgentProcess& a) {
+  for (int i = 0; i < 600; ++i) {
+    if (a.Get("/readyz").first == 200) return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return false;
+}
+
+TEST(AgentCliTest, ServesCleanMetricsWithTheFixtureValues) {
+  AgentProcess a(Base(kNodes + "ib-healthy", {"--nvml-library", FAKE_NVML}));
+  ASSERT_GT(a.port(), 0) << a.err();
+  EXPECT_EQ(a.Get("/healthz").first, 200);
+  ASSERT_TRUE(Ready(a)) << a.err();
+  auto [status, text] = a.Get("/metrics");
+  ASSERT_EQ(status, 200);
+  std::string file = TempDir("agent-metrics") + "/metrics.txt";
+  std::ofstream(file) << text;
+  RunResult lint = testing::RunBinary("promtool", {"check", "metrics"}, {}, file);
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  EXPECT_EQ(lint.out + lint.err, "") << "promtool has remarks";
+
+  const std::string port0 = "{device=\"mlx5_0\",port=\"1\"}";
+  EXPECT_EQ(MetricValue(text, "tocsin_rdma_port_up" + port0), 1);
+  EXPECT_EQ(MetricValue(text, "tocsin_rdma_port_state" + port0), 4);
+  EXPECT_EQ(MetricValue(text, "tocsin_rdma_port_phys_state" + port0), 5);
+  EXPECT_EQ(MetricValue(text, "tocsin_rdma_port_rate_bytes_per_second" + port0), 400e9 / 8);
+  // port_xmit_data counts 32-bit words: bytes = octets x 4.
+  EXPECT_EQ(MetricValue(text, "tocsin_rdma_port_transmit_bytes_total" + port0), 91231232345.0 * 4);
+  EXPECT_EQ(MetricValue(text, "tocsin_rdma_port_receive_bytes_total" + port0), 91230002345.0 * 4);
+  EXPECT_EQ(MetricValue(text,
+                        "tocsin_rdma_port_errors_total{device=\"mlx5_0\",port=\"1\","
+                        "counter=\"symbol_error\"}"),
+            0);
+  EXPECT_EQ(MetricValue(text, "tocsin_netdev_receive_bytes_total{device=\"eno1\"}"), 734003200);
+  EXPECT_EQ(MetricValue(text, "tocsin_gpus"), 8);
+  EXPECT_EQ(MetricValue(text, "tocsin_nvml_up{status=\"ok\"}"), 1);
+  EXPECT_EQ(MetricValue(text, "tocsin_gpu_utilization_ratio{gpu=\"0000:03:00.0\"}"), 0.87);
+  EXPECT_EQ(MetricValue(text, "tocsin_gpu_memory_used_bytes{gpu=\"0000:03:00.0\"}"), 10737418240.0);
+  EXPECT_EQ(MetricValue(text,
+                        "tocsin_lustre_import_healthy{device=\"testfs-OST0001-osc-"
+                        "ffff8c5a4b6e9000\",target=\"testfs-OST0001_UUID\"}"),
+            1);
+  EXPECT_EQ(MetricValue(text,
+                        "tocsin_lustre_llite_bytes_total{instance=\"testfs-ffff8c5a4b6e9000\","
+                        "op=\"read_bytes\"}"),
+            536870912);
+  EXPECT_EQ(MetricValue(text,
+                        "tocsin_lustre_osc_operation_seconds_total{device=\"testfs-OST0000-"
+                        "osc-ffff8c5a4b6e9000\",op=\"req_waittime\"}"),
+            1.1);
+  for (const char* check :
+       {"rdma.port.down", "rdma.port.rate", "gpu.nic.affinity", "lustre.import.state"}) {
+    std::string task = std::string(check).rfind("rdma", 0) == 0  ? "rdma"
+                       : std::string(check).rfind("gpu", 0) == 0 ? "gpu"
+                                                                 : "storage";
+    EXPECT_EQ(MetricValue(text, "tocsin_check_status{check=\"" + std::string(check) + "\",task=\"" +
+                                    task + "\"}"),
+              1)
+        << check;
+  }
+  EXPECT_GT(MetricValue(text,
+                        "tocsin_check_last_run_timestamp_seconds{check=\"rdma.port.down\","
+                        "task=\"rdma\"}"),
+            1.7e9);
+  EXPECT_GT(MetricValue(text, "tocsin_agent_resident_memory_bytes"), 1e6);
+  EXPECT_EQ(MetricValue(text, "tocsin_agent_scrapes_total"), 1);
+  // The conditions are evaluated once every task has run: poll for them.
+  std::string last;
+  EXPECT_TRUE(a.WaitForMetrics(
+      [](const std::string& t) {
+        return MetricValue(t,
+                           "tocsin_node_condition{condition=\"RDMAFabricDegraded\","
+                           "status=\"False\"}") == 1;
+      },
+      seconds(10), &last))
+      << last;
+
+  // SIGTERM: out within a second (and a margin for the sanitizers).
+  auto start = SteadyClock::now();
+  a.Signal(SIGTERM);
+  RunResult r = a.Wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(SteadyClock::now() - start, milliseconds(1500));
+  EXPECT_NE(r.err.find("tocsin agent: stopped"), std::string::npos) << r.err;
+}
+
+TEST(AgentCliTest, APortGoingDownFlipsTheMetricTheCheckAndTheCondition) {
+  std::string root = CopyNode("ib-healthy");
+  AgentProcess a(Base(root, {"--reconcile", "100ms"}));
+  ASSERT_GT(a.port(), 0) << a.err();
+  ASSERT_TRUE(Ready(a)) << a.err();
+  const std::string up = "tocsin_rdma_port_up{device=\"mlx5_1\",port=\"1\"}";
+  const std::string check = "tocsin_check_status{check=\"rdma.port.down\",task=\"rdma\"}";
+  const std::string degraded =
+      "tocsin_node_condition{condition=\"RDMAFabricDegraded\",status=\"True\"}";
+  std::string text;
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, degraded) == 0; },
+                               seconds(10), &text));
+  EXPECT_EQ(MetricValue(text, up), 1);
+  EXPECT_EQ(MetricValue(text, check), 1);
+
+  Write(root + kPort2 + "/state", "1: DOWN\n");
+  Write(root + kPort2 + "/phys_state", "2: Polling\n");
+  a.Signal(SIGHUP);  // run every task now instead of waiting for the 15 s interval
+  EXPECT_TRUE(a.WaitForMetrics(
+      [&](const std::string& t) {
+        return MetricValue(t, up) == 0 && MetricValue(t, check) == 0 &&
+               MetricValue(t, degraded) == 1;
+      },
+      seconds(10), &text))
+      << text;
+  EXPECT_TRUE(
+      a.WaitForLog("condition RDMAFabricDegraded=True (RdmaPortDown): mlx5_1/1", seconds(5)))
+      << a.err();
+  fs::remove_all(root);
+}
+
+TEST(AgentCliTest, AHungSharedFilesystemIsUnknownWithinTheDeadlineWhileMetricsAnswer) {
+  SlowFs slow("");
+  ASSERT_TRUE(slow.ok());
+  AgentProcess a(Base(kNodes + "ib-healthy",
+                      {"--probe-path", slow.path(), "--interval", "storage-probe=1500ms",
+                       "--timeout", "storage-probe=1500ms", "--reconcile", "100ms"}));
+  ASSERT_GT(a.port(), 0) << a.err();
+  ASSERT_TRUE(Ready(a)) << a.err();
+  const std::string probe =
+      "tocsin_check_status{check=\"storage.probe\",task=\"storage-probe:" + slow.path() + "\"}";
+  std::string text;
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, probe) == 1; },
+                               seconds(20), &text))
+      << text << a.err();
+  EXPECT_GE(MetricValue(text,
+                        "tocsin_storage_probe_duration_seconds_count{op=\"write_fsync\","
+                        "path=\"" +
+                            slow.path() + "\"}"),
+            1);
+  // Every operation on the mount blocks from now on, as on a lost server.
+  std::ofstream(slow.path() + "/.hang") << "x";
+  auto hung_at = SteadyClock::now();
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, probe) == -1; },
+                               seconds(20), &text))
+      << text << a.err();
+  // Within the next run (1.5 s) plus its deadline (1.5 s), with a margin for the sanitizers.
+  EXPECT_LT(SteadyClock::now() - hung_at, seconds(8));
+  EXPECT_TRUE(a.WaitForMetrics(
+      [&](const std::string& t) {
+        return MetricValue(t,
+                           "tocsin_node_condition{condition=\"TocsinChecksStale\","
+                           "status=\"True\"}") == 1 &&
+               MetricValue(t,
+                           "tocsin_node_condition{condition=\"SharedStorageDegraded\","
+                           "status=\"Unknown\"}") == 1;
+      },
+      seconds(10), &text))
+      << text;
+  // /metrics keeps answering quickly while the probe is stuck.
+  auto start = SteadyClock::now();
+  EXPECT_EQ(a.Get("/metrics").first, 200);
+  EXPECT_LT(SteadyClock::now() - start, seconds(1));
+  start = SteadyClock::now();
+  a.Signal(SIGTERM);
+  RunResult r = a.Wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(SteadyClock::now() - start, milliseconds(1500));
+}
+
+class AgentKubeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("agent-kube");
+    log_ = dir_ + "/api.log";
+    server_ = std::make_unique<Server>(std::vector<std::string>{
+        "python3", kApi + "server.py", "--max-seconds", "120", "--snapshot",
+        kSource + "/testdata/clusters/healthy.json", "--token", "s3cret", "--log", log_});
+    ASSERT_GT(server_->port(), 0);
+    kubeconfig_ = dir_ + "/kubeconfig";
+    std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                               << "clusters:\n- name: test\n  cluster:\n    server: "
+                               << "http://127.0.0.1:" << server_->port() << "\n"
+                               << "contexts:\n- name: test\n  context: {cluster: test, user: t}\n"
+                               << "users:\n- name: t\n  user:\n    token: s3cret\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  json Api(const std::string& path) {
+    RunResult r =
+        RunBinary("python3", {"-c",
+                              "import sys,urllib.request as u;"
+                              "q=u.Request(sys.argv[1],headers={'Authorization':"
+                              "'Bearer s3cret'});print(u.urlopen(q,timeout=10).read()."
+                              "decode())",
+                              "http://127.0.0.1:" + std::to_string(server_->port()) + path});
+    return json::parse(r.out, nullptr, false);
+  }
+  json Condition(const std::string& type) {
+    json node = Api("/api/v1/nodes/gpu-node-01");
+    for (const auto& c : node["status"]["conditions"]) {
+      if (c["type"] == type) return c;
+    }
+    return json();
+  }
+  std::vector<json> Events() {
+    json list = Api("/api/v1/namespaces/default/events");
+    return list.is_object() ? list["items"].get<std::vector<json>>() : std::vector<json>{};
+  }
+  std::string Log() {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  template <typename Pred>
+  bool Eventually(Pred pred) {
+    for (int i = 0; i < 300; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
+  }
+
+  std::string dir_, log_, kubeconfig_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
+  std::string root = CopyNode("ib-port-down");
+  AgentProcess a({"--root", root, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig_,
+                  "--reconcile", "100ms", "--taint", "--taint-severity", "error"},
+                 {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+  ASSERT_GT(a.port(), 0) << a.err();
+  ASSERT_TRUE(Eventually([&] { return Condition("RDMAFabricDegraded").is_object(); }))
+      << a.err() << Log();
+  json c = Condition("RDMAFabricDegraded");
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["reason"], "RdmaPortDown");
+  EXPECT_NE(c["message"].get<std::string>().find("mlx5_2/1"), std::string::npos) << c;
+  std::string onset = c["lastTransitionTime"];
+  EXPECT_EQ(Condition("SharedStorageDegraded")["status"], "False");
+  EXPECT_EQ(Condition("GPUNICAffinityBroken")["status"], "False");
+  EXPECT_EQ(Condition("TocsinChecksStale")["status"], "False");
+  // The node's own conditions (Ready, ...) are untouched: the patch merges by type.
+  EXPECT_TRUE(Condition("Ready").is_object());
+  // The patch as sent: the status subresource, a strategic merge patch of conditions only.
+  std::string log = Log();
+  EXPECT_NE(log.find("PATCH /api/v1/nodes/gpu-node-01/status auth=token "
+                     "type=application/strategic-merge-patch+json body={\"status\":{\"conditions\":"
+                     "[{\"lastHeartbeatTime\":"),
+            std::string::npos)
+      << log;
+  std::vector<json> events = Events();
+  ASSERT_EQ(events.size(), 1u) << json(events).dump(1);  // False at start is not a transition
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_EQ(events[0]["reason"], "RdmaPortDown");
+  EXPECT_EQ(events[0]["involvedObject"]["kind"], "Node");
+  EXPECT_EQ(events[0]["involvedObject"]["name"], "gpu-node-01");
+  EXPECT_EQ(events[0]["source"]["component"], "tocsin-agent");
+  // The taint is there while the error finding lasts.
+  ASSERT_TRUE(Eventually([&] {
+    json node = Api("/api/v1/nodes/gpu-node-01");
+    for (const auto& t : node["spec"].value("taints", json::array())) {
+      if (t["key"] == "tocsin.io/degraded" && t["effect"] == "NoSchedule") return true;
+    }
+    return false;
+  })) << Log();
+
+  // The port comes back (and the degraded rate is fixed): False, a Normal event, no taint.
+  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/state", "4: ACTIVE\n");
+  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/phys_state", "5: LinkUp\n");
+  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/rate", "400 Gb/sec (4X NDR)\n");
+  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/rate", "400 Gb/sec (4X NDR)\n");
+  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/symbol_error", "0\n");
+  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/link_downed", "0\n");
+  a.Signal(SIGHUP);
+  ASSERT_TRUE(Eventually([&] { return Condition("RDMAFabricDegraded")["status"] == "False"; }))
+      << a.err();
+  EXPECT_NE(Condition("RDMAFabricDegraded")["lastTransitionTime"], onset);
+  ASSERT_TRUE(Eventually([&] { return Events().size() == 2; })) << json(Events()).dump(1);
+  EXPECT_EQ(Events()[1]["type"], "Normal");
+  EXPECT_EQ(Events()[1]["reason"], "RDMAFabricHealthy");
+  EXPECT_TRUE(Eventually([&] {
+    json node = Api("/api/v1/nodes/gpu-node-01");
+    return node["spec"].value("taints", json::array()).empty();
+  })) << Log();
+  a.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait().exit_code, 0);
+
+  // A restarted agent keeps lastTransitionTime: the condition did not change.
+  std::string kept = Condition("RDMAFabricDegraded")["lastTransitionTime"];
+  AgentProcess b({"--root", root, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig_,
+                  "--reconcile", "100ms", "--heartbeat", "100ms"},
+                 {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+  ASSERT_GT(b.port(), 0) << b.err();
+  ASSERT_TRUE(b.WaitForMetrics(
+      [](const std::string& t) {
+        return MetricValue(t, "tocsin_agent_condition_patches_total") >= 2;
+      },
+      seconds(15)));
+  EXPECT_EQ(Condition("RDMAFabricDegraded")["lastTransitionTime"], kept);
+  EXPECT_EQ(Events().size(), 2u);
+  fs::remove_all(root);
+}
+
+TEST_F(AgentKubeTest, AMissingNodeNameOrUnknownNodeIsClear) {
+  RunResult r = RunBinary(
+      TOCSIN_BINARY,
+      {"agent", "--root", kNodes + "empty", "--kubeconfig", kubeconfig_, "--listen", "127.0.0.1:0"},
+      {"NODE_NAME="});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no node name: set --node-name or NODE_NAME"), std::string::npos) << r.err;
+  // A node the API does not know: the agent keeps serving and says why, every reconcile.
+  AgentProcess a({"--root", kNodes + "empty", "--listen", "127.0.0.1:0", "--kubeconfig",
+                  kubeconfig_, "--node-name", "no-such-node", "--reconcile", "100ms"});
+  ASSERT_GT(a.port(), 0) << a.err();
+  EXPECT_TRUE(a.WaitForLog("kubernetes: GET http://127.0.0.1:" + std::to_string(server_->port()) +
+                               "/api/v1/nodes/no-such-node: HTTP 404",
+                           seconds(15)))
+      << a.err();
+  EXPECT_EQ(a.Get("/metrics").first, 200);
+}
+
+TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
+  std::string dir = TempDir("agent-config");
+  std::ofstream(dir + "/agent.yaml") << "# tocsin agent\n"
+                                     << "no-kube: true\n"
+                                     << "root: " << kNodes << "roce\n"
+                                     << "listen: 127.0.0.1:0\n"
+                                     << "interval: {rdma: 2s, storage: 45s}\n"
+                                     << "timeout:\n  rdma: 1s\n"
+                                     << "expect-rdma-ports: 4\n"
+                                     << "probe-path: []\n";
+  AgentProcess a({"--config", dir + "/agent.yaml", "--interval", "fabric=3s"});
+  ASSERT_GT(a.port(), 0) << a.err();
+  std::string err = a.err();
+  EXPECT_NE(err.find("task rdma: every 2000 ms, timeout 1000 ms"), std::string::npos) << err;
+  EXPECT_NE(err.find("task storage: every 45000 ms"), std::string::npos) << err;
+  EXPECT_NE(err.find("task fabric: every 3000 ms"), std::string::npos) << err;
+  std::string text;
+  // The roce fixture has 2 ports, the config expects 4.
+  EXPECT_TRUE(a.WaitForMetrics(
+      [](const std::string& t) {
+        return MetricValue(t, "tocsin_check_status{check=\"rdma.device.missing\",task=\"rdma\"}") ==
+               0;
+      },
+      seconds(10), &text))
+      << text;
+
+  std::ofstream(dir + "/bad.yaml") << "no-kube: true\nlisten-port: 9\n";
+  RunResult bad = RunBinary(TOCSIN_BINARY, {"agent", "--config", dir + "/bad.yaml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("listen-port"), std::string::npos) << bad.err;
+  std::ofstream(dir + "/worse.yaml") << "interval: {rdma: {deeper: 1}}\n";
+  bad = RunBinary(TOCSIN_BINARY, {"agent", "--config", dir + "/worse.yaml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("interval: expected a mapping of plain values"), std::string::npos)
+      << bad.err;
+  bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--interval", "nosuch=1s"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("TASK one of fabric, gpu, rdma, storage, storage-probe"),
+            std::string::npos)
+      << bad.err;
+  bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--timeout", "rdma=1m"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("task rdma: timeout 60000 ms is longer than its interval"),
+            std::string::npos)
+      << bad.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tocsin
