@@ -93,8 +93,18 @@ nlohmann::json Opt(const std::optional<int64_t>& v) { return v ? nlohmann::json(
 
 Scan ScanStorage(Env& env) {
   Scan scan;
-  scan.mounts_path = "/proc/self/mountinfo";
-  auto text = env.ReadFile(scan.mounts_path);
+  // Under --root (the agent's pod with the host's /proc mounted and hostPID), /proc/self is the
+  // reader's own mount namespace: the host's mounts are those of its init, /proc/1 (as
+  // node_exporter reads them). A fixture tree or a host without it falls back to self.
+  Result<std::string> text = Status::NotFound("");
+  if (env.root() != "/") {
+    scan.mounts_path = "/proc/1/mountinfo";
+    text = env.ReadFile(scan.mounts_path);
+  }
+  if (!text.ok()) {
+    scan.mounts_path = "/proc/self/mountinfo";
+    text = env.ReadFile(scan.mounts_path);
+  }
   if (text.ok()) {
     scan.mounts = ParseMountInfo(*text);
   } else {

@@ -33,7 +33,8 @@ struct Scan {
   std::vector<ReadIssue> issues;
 };
 
-// Reads /proc/self/mountinfo (falling back to /proc/mounts), and the Lustre client's import
+// Reads /proc/1/mountinfo under a --root other than "/" (the host's mounts seen from a pod),
+// else /proc/self/mountinfo (falling back to /proc/mounts), and the Lustre client's import
 // state and llite stats from procfs or debugfs.
 Scan ScanStorage(Env& env);
 

@@ -4,12 +4,15 @@
 // and a SIGTERM shutdown within a second.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "agent_process.h"
@@ -422,6 +425,67 @@ TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
   EXPECT_NE(bad.err.find("task rdma: timeout 60000 ms is longer than its interval"),
             std::string::npos)
       << bad.err;
+  fs::remove_all(dir);
+}
+
+// deploy/agent builds with kustomize (as `kubectl apply -k deploy/agent` would), grants exactly
+// the rights the agent uses, each explained, and its agent.yaml is a config the agent takes.
+TEST(AgentCliTest, DeployManifestsBuildAndTheirConfigRuns) {
+  RunResult k = RunBinary("kubectl", {"kustomize", kSource + "/deploy/agent"});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  std::map<std::string, YAML::Node> by_kind;
+  std::vector<YAML::Node> roles;
+  for (const auto& doc : YAML::LoadAll(k.out)) {
+    std::string kind = doc["kind"].as<std::string>();
+    by_kind[kind + "/" + doc["metadata"]["name"].as<std::string>()] = doc;
+    if (kind == "ClusterRole" || kind == "Role") roles.push_back(doc);
+  }
+  ASSERT_TRUE(by_kind.count("DaemonSet/tocsin-agent")) << k.out;
+  YAML::Node pod = by_kind["DaemonSet/tocsin-agent"]["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"].as<std::string>(), "tocsin-agent");
+  YAML::Node c = pod["containers"][0];
+  EXPECT_EQ(c["env"][0]["name"].as<std::string>(), "NODE_NAME");
+  EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "spec.nodeName");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"].as<std::string>(), "/healthz");
+  for (const auto& m : c["volumeMounts"]) {
+    if (m["name"].as<std::string>() != "config") {
+      EXPECT_TRUE(m["readOnly"].as<bool>()) << m;
+    }
+  }
+  // Exactly: get nodes, patch nodes/status, create events (nothing to list, watch or delete).
+  std::set<std::string> granted;
+  for (const auto& r : roles) {
+    for (const auto& rule : r["rules"]) {
+      for (const auto& res : rule["resources"]) {
+        for (const auto& verb : rule["verbs"]) {
+          granted.insert(res.as<std::string>() + ":" + verb.as<std::string>());
+        }
+      }
+    }
+  }
+  EXPECT_EQ(granted, (std::set<std::string>{"nodes:get", "nodes/status:patch", "events:create"}));
+  // Every rule carries its reason.
+  for (const char* file : {"/deploy/agent/rbac.yaml", "/deploy/agent/rbac-taint.yaml"}) {
+    std::ifstream in(kSource + file);
+    std::string line;
+    bool explained = false;  // a comment since the last rule
+    while (std::getline(in, line)) {
+      if (line.find('#') != std::string::npos) explained = true;
+      if (line.find("verbs:") != std::string::npos) {
+        EXPECT_TRUE(explained) << file << ": a rule without a comment: " << line;
+        explained = false;
+      }
+    }
+  }
+  // The shipped agent.yaml runs (flags win: a fixture root, no Kubernetes, any port).
+  std::string dir = TempDir("agent-deploy");
+  std::ofstream(dir + "/agent.yaml")
+      << by_kind["ConfigMap/tocsin-agent"]["data"]["agent.yaml"].as<std::string>();
+  AgentProcess a({"--config", dir + "/agent.yaml", "--root", kNodes + "ib-healthy", "--no-kube",
+                  "--listen", "127.0.0.1:0"});
+  EXPECT_GT(a.port(), 0) << a.err();
+  EXPECT_TRUE(a.WaitForLog("task gpu: every 30000 ms, timeout 15000 ms", seconds(5))) << a.err();
   fs::remove_all(dir);
 }
 
