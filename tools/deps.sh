@@ -15,7 +15,7 @@ PACKAGES=(
   # bench storage: the FUSE test filesystem (slow or hung on demand)
   libfuse3-dev fuse3
   # agent: metrics data model and text format, its HTTP server, and promtool to lint the output
-  prometheus-cpp-dev libcpp-httplib-dev prometheus
+  prometheus-cpp-dev libcivetweb-dev libcpp-httplib-dev prometheus
   # live `audit` tests: certificates for the test API server, and kubectl as a real client
   openssl
   # fixture generators and bench/ scripts (GNU time for peak RSS)

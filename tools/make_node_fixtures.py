@@ -378,7 +378,26 @@ def main():
     netdev(t, p.device("0x1af4", "0x1041", "0x020000"), "eth0", "up", None, 1500,
            "02:fc:00:00:00:01", 1)
 
-    # 7. Malformed input: every kind of bad file the readers must survive.
+    # 7. A full-size HGX-style node: 8 H100 and 8 CX-7 NDR, one GPU and one HCA under each of
+    #    eight PCIe switches (four per NUMA node), Lustre 2.17 client. The agent's footprint
+    #    benchmark runs on it.
+    t = Tree("ib-8x8")
+    base_node(t, "gpu-node-08", [NFS_MOUNT, LUSTRE_MOUNT])
+    for i in range(8):
+        p = Pci(t, i * 0x20, i // 4)
+        gpu(p)
+        hca(t, p, i, CX7, hostname="gpu-node-08")
+    mgmt_nic(t, Pci(t, 0xf0, 0))
+    nvswitches(t, 0xd0)
+    lustre_client(t, "/sys/kernel/debug/lustre", [
+        ("mdc", "MDT0000", "FULL", HEALTHY_HISTORY, 0),
+        ("osc", "OST0000", "FULL", HEALTHY_HISTORY, 0),
+        ("osc", "OST0001", "FULL", HEALTHY_HISTORY, 0),
+        ("osc", "OST0002", "FULL", HEALTHY_HISTORY, 0),
+        ("osc", "OST0003", "IDLE", HEALTHY_HISTORY + [(1764000000, "IDLE")], 0),
+    ])
+
+    # 8. Malformed input: every kind of bad file the readers must survive.
     t = Tree("malformed")
     base_node(t, "bad-node", [LUSTRE_MOUNT, "this is not a mountinfo line"])
     p = Pci(t, 0x00, 0)

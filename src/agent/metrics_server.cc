@@ -1,14 +1,37 @@
 #include "agent/metrics_server.h"
 
-#include <httplib.h>
+#include <civetweb.h>
+#include <netdb.h>
 #include <prometheus/text_serializer.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace tocsin::agent {
+namespace {
+
+constexpr const char* kServerThreads = "4";  // scrapers are few: a Prometheus pair, probes
+
+// One complete response: status, type, Content-Length, body (keep-alive friendly).
+void Respond(mg_connection* conn, int status, const char* type, const std::string& body) {
+  mg_response_header_start(conn, status);
+  mg_response_header_add(conn, "Content-Type", type, -1);
+  mg_response_header_add(conn, "Content-Length", std::to_string(body.size()).c_str(), -1);
+  mg_response_header_send(conn);
+  mg_write(conn, body.data(), body.size());
+}
+
+int QuietLog(const mg_connection*, const char*) { return 1; }  // no access/error log spam
+
+}  // namespace
 
 MetricsServer::MetricsServer(std::shared_ptr<prometheus::Registry> registry)
-    : registry_(std::move(registry)), server_(std::make_unique<httplib::Server>()) {
+    : registry_(std::move(registry)) {
   scrapes_ = &prometheus::BuildCounter()
                   .Name("tocsin_agent_scrapes_total")
                   .Help("Scrapes of /metrics served by this agent.")
@@ -43,36 +66,98 @@ void MetricsServer::AddCollectable(std::shared_ptr<prometheus::Collectable> coll
   collectables_.push_back(std::move(collectable));
 }
 
+int MetricsServer::Handle(mg_connection* conn, void* self_ptr) {
+  auto* self = static_cast<MetricsServer*>(self_ptr);
+  const mg_request_info* req = mg_get_request_info(conn);
+  std::string uri = req->local_uri ? req->local_uri : "";
+  if (std::strcmp(req->request_method, "GET") != 0 &&
+      std::strcmp(req->request_method, "HEAD") != 0) {
+    Respond(conn, 405, "text/plain", "only GET\n");
+    return 405;
+  }
+  if (uri == "/metrics") {
+    Respond(conn, 200, "text/plain; version=0.0.4; charset=utf-8", self->Render());
+    return 200;
+  }
+  if (uri == "/healthz") {
+    Respond(conn, 200, "text/plain", "ok\n");
+    return 200;
+  }
+  if (uri == "/readyz") {
+    bool ready = self->ready_.load();
+    Respond(conn, ready ? 200 : 503, "text/plain",
+            ready ? "ready\n" : "not ready: the first check round has not finished\n");
+    return ready ? 200 : 503;
+  }
+  Respond(conn, 404, "text/plain", "not found: /metrics, /healthz, /readyz\n");
+  return 404;
+}
+
 Status MetricsServer::Start(const std::string& host, int port) {
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(Render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    bool ready = ready_.load();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ready\n" : "not ready: the first check round has not finished\n",
-                    "text/plain");
-  });
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host);
-  } else {
-    port_ = server_->bind_to_port(host, port) ? port : -1;
-  }
+  static std::once_flag once;
+  std::call_once(once, [] { mg_init_library(0); });
+  std::string listen =
+      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  const char* options[] = {"listening_ports",
+                           listen.c_str(),
+                           "num_threads",
+                           kServerThreads,
+                           "enable_keep_alive",
+                           "yes",
+                           "tcp_nodelay",
+                           "1",
+                           "request_timeout_ms",
+                           "10000",
+                           "keep_alive_timeout_ms",
+                           "30000",
+                           nullptr};
+  mg_callbacks callbacks{};
+  callbacks.log_message = QuietLog;
+  host_ = host;
+  ctx_ = mg_start(&callbacks, this, options);
+  if (ctx_ == nullptr) return Status::Unavailable("cannot listen on " + listen);
+  mg_set_request_handler(ctx_, "/", &MetricsServer::Handle, this);
+  mg_server_port ports[4] = {};
+  int n = mg_get_server_ports(ctx_, 4, ports);
+  port_ = n > 0 ? ports[0].port : -1;
   if (port_ <= 0) {
-    return Status::Unavailable("cannot listen on " + host + ":" + std::to_string(port));
+    Stop();
+    return Status::Unavailable("cannot listen on " + listen + ": no port");
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
   return Status::Ok();
 }
 
 void MetricsServer::Stop() {
-  if (thread_.joinable()) {
-    server_->stop();
-    thread_.join();
+  if (ctx_ == nullptr) return;
+  // civetweb's listener polls in 2 s quanta (SOCKET_TIMEOUT_QUANTUM) before it sees the stop
+  // flag: a connection to ourselves wakes it, so the agent stops within its one-second budget.
+  mg_context* ctx = ctx_;
+  ctx_ = nullptr;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread stopper([ctx, done] {
+    mg_stop(ctx);
+    done->store(true);
+  });
+  std::string host = host_ == "0.0.0.0" || host_.empty() ? "127.0.0.1"
+                     : host_ == "::"                     ? "::1"
+                                                         : host_;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port_).c_str(), &hints, &res) == 0) {
+    // Until the listener has seen the flag (a connection before the flag is just served).
+    for (int i = 0; i < 60 && !done->load(); ++i) {
+      int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd >= 0) {
+        (void)!connect(fd, res->ai_addr, res->ai_addrlen);
+        close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    freeaddrinfo(res);
   }
+  stopper.join();
 }
 
 }  // namespace tocsin::agent

@@ -7,20 +7,20 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/status.h"
 
-namespace httplib {
-class Server;
-}
+struct mg_context;
+struct mg_connection;
 
 namespace tocsin::agent {
 
 // Serves a Prometheus registry in the text exposition format on /metrics (with its own
 // tocsin_agent_scrapes_total and tocsin_agent_scrape_duration_seconds), /healthz (the process
-// answers) and /readyz (200 once SetReady(true), 503 before). The agent's HTTP seam (issue 7).
+// answers) and /readyz (200 once SetReady(true), 503 before), over civetweb: keep-alive,
+// TCP_NODELAY, a few threads. (cpp-httplib as Debian builds it initialises OpenSSL when loaded,
+// which costs the agent 4 MiB of RSS for nothing.)
 class MetricsServer {
  public:
   explicit MetricsServer(std::shared_ptr<prometheus::Registry> registry);
@@ -35,7 +35,7 @@ class MetricsServer {
   Status Start(const std::string& host, int port);
   int port() const { return port_; }
   void SetReady(bool ready) { ready_.store(ready); }
-  // Stops accepting and joins the serving thread.
+  // Stops accepting and joins the serving threads.
   void Stop();
 
   // The text exposition of the registry (what /metrics returns).
@@ -44,8 +44,10 @@ class MetricsServer {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  static int Handle(mg_connection* conn, void* self);
+
+  mg_context* ctx_ = nullptr;
+  std::string host_;
   std::atomic<bool> ready_{false};
   int port_ = 0;
   prometheus::Counter* scrapes_ = nullptr;

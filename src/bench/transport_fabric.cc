@@ -1,3 +1,4 @@
+#include <dlfcn.h>
 #include <poll.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -9,6 +10,7 @@
 
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "base/strings.h"
 #include "bench/transport.h"
@@ -16,8 +18,49 @@
 namespace tocsin::bench {
 namespace {
 
+// The libfabric entry points called here (the rest are inline calls through each object's ops),
+// resolved with dlopen: only `bench net --transport fabric` loads libfabric and its provider
+// libraries (verbs, psm, efa: 2 MiB of RSS), and tocsin runs where libfabric is not installed.
+struct FiApi {
+  int (*getinfo)(uint32_t, const char*, const char*, uint64_t, const fi_info*, fi_info**);
+  void (*freeinfo)(fi_info*);
+  fi_info* (*dupinfo)(const fi_info*);
+  int (*fabric)(fi_fabric_attr*, fid_fabric**, void*);
+  const char* (*strerror)(int);
+};
+
+Result<const FiApi*> LoadFabric() {
+  static std::once_flag once;
+  static FiApi api{};
+  static Status status;
+  std::call_once(once, [] {
+    void* lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* err = dlerror();
+      status = Status::Unavailable(std::string("cannot load libfabric.so.1 (libfabric1): ") +
+                                   (err ? err : "dlopen failed"));
+      return;
+    }
+    api.getinfo = reinterpret_cast<decltype(api.getinfo)>(dlsym(lib, "fi_getinfo"));
+    api.freeinfo = reinterpret_cast<decltype(api.freeinfo)>(dlsym(lib, "fi_freeinfo"));
+    api.dupinfo = reinterpret_cast<decltype(api.dupinfo)>(dlsym(lib, "fi_dupinfo"));
+    api.fabric = reinterpret_cast<decltype(api.fabric)>(dlsym(lib, "fi_fabric"));
+    api.strerror = reinterpret_cast<decltype(api.strerror)>(dlsym(lib, "fi_strerror"));
+    if (!api.getinfo || !api.freeinfo || !api.dupinfo || !api.fabric || !api.strerror) {
+      status = Status::Unavailable(
+          "libfabric.so.1 lacks fi_getinfo, fi_freeinfo, fi_dupinfo, "
+          "fi_fabric or fi_strerror");
+    }
+  });
+  if (!status.ok()) return status;
+  return &api;
+}
+
+// After a successful LoadFabric (FabricTransport::Open checks it first).
+const FiApi& Fi() { return **LoadFabric(); }
+
 std::string FiError(const char* call, int rc) {
-  return std::string(call) + ": " + fi_strerror(-rc) + " (" + std::to_string(rc) + ")";
+  return std::string(call) + ": " + Fi().strerror(-rc) + " (" + std::to_string(rc) + ")";
 }
 
 // 60-bit tags: per-peer sequence (20 bits), sender rank (16), chunk (24). Every message of a
@@ -42,11 +85,12 @@ class FabricTransport : public Transport {
     CloseFid(cq_);
     CloseFid(domain_);
     CloseFid(fabric_);
-    if (fi_ != nullptr) fi_freeinfo(fi_);
+    if (fi_ != nullptr) Fi().freeinfo(fi_);
   }
 
   Status Open(const std::string& provider, const std::string& ip) {
-    fi_info* hints = fi_allocinfo();
+    if (auto api = LoadFabric(); !api.ok()) return api.status();
+    fi_info* hints = Fi().dupinfo(nullptr);  // fi_allocinfo()
     hints->caps = FI_TAGGED;
     hints->ep_attr->type = FI_EP_RDM;
     hints->mode = FI_CONTEXT;
@@ -55,10 +99,11 @@ class FabricTransport : public Transport {
     if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
     // Bound to the address the coordinator sees first (the job's network); providers without
     // IP addressing (shm) are asked again without it.
-    int rc = ip.empty() ? -FI_ENODATA
-                        : fi_getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
-    if (rc != 0) rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_);
-    fi_freeinfo(hints);
+    int rc = ip.empty()
+                 ? -FI_ENODATA
+                 : Fi().getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
+    if (rc != 0) rc = Fi().getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_);
+    Fi().freeinfo(hints);
     if (rc != 0) {
       return Status::Unavailable("libfabric offers no reliable tagged endpoint" +
                                  (provider.empty() ? std::string() : " for provider " + provider) +
@@ -77,7 +122,7 @@ class FabricTransport : public Transport {
   }
 
   Status Enable() {
-    if (int rc = fi_fabric(fi_->fabric_attr, &fabric_, nullptr)) return Err("fi_fabric", rc);
+    if (int rc = Fi().fabric(fi_->fabric_attr, &fabric_, nullptr)) return Err("fi_fabric", rc);
     if (int rc = fi_domain(fabric_, fi_, &domain_, nullptr)) return Err("fi_domain", rc);
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_TAGGED;
@@ -194,7 +239,7 @@ class FabricTransport : public Transport {
   }
   Status Err(const std::string& what, int rc) {
     return Status::Unavailable("libfabric " + info_.provider + ": " + what + ": " +
-                               fi_strerror(-rc));
+                               Fi().strerror(-rc));
   }
 
   // Reads completions (waiting up to 10 ms), and checks the deadline and the abort fd.
@@ -212,7 +257,7 @@ class FabricTransport : public Transport {
       const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
       failed_peer_ = peer;
       return Status::IoError("libfabric " + info_.provider + ": a transfer with " +
-                             peers_[peer].Name() + " failed: " + fi_strerror(err.err) +
+                             peers_[peer].Name() + " failed: " + Fi().strerror(err.err) +
                              (detail ? std::string(" (") + detail + ")" : ""));
     }
     if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_EINTR) {

@@ -1,7 +1,5 @@
 #include "k8s/api_client.h"
 
-#include <curl/curl.h>
-
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -9,6 +7,7 @@
 #include <thread>
 
 #include "base/strings.h"
+#include "k8s/curl_api.h"
 #include "tocsin/version.h"
 
 namespace tocsin::k8s {
@@ -31,6 +30,9 @@ size_t WriteBody(char* data, size_t size, size_t n, void* user) {
   return bytes;
 }
 
+// libcurl, loaded by ApiClient::Create before any other call here.
+const CurlApi& Curl() { return **LoadCurl(); }
+
 bool Retryable(long status) { return status == 429 || status >= 500; }
 
 std::string Duration(std::chrono::milliseconds ms) {
@@ -40,7 +42,7 @@ std::string Duration(std::chrono::milliseconds ms) {
 
 CURLcode SetBlob(CURL* c, CURLoption option, const std::string& pem) {
   curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
-  return curl_easy_setopt(c, option, &blob);
+  return Curl().easy_setopt(c, option, &blob);
 }
 
 }  // namespace
@@ -62,12 +64,11 @@ ApiClient::ApiClient(ClusterAccess access, ClientOptions options)
     : access_(std::move(access)), options_(options) {}
 
 ApiClient::~ApiClient() {
-  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (curl_ != nullptr) Curl().easy_cleanup(static_cast<CURL*>(curl_));
 }
 
 Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, ClientOptions options) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (auto curl = LoadCurl(); !curl.ok()) return curl.status();
   if (access.server.rfind("https://", 0) != 0 && access.server.rfind("http://", 0) != 0) {
     return Status::InvalidArgument(access.origin + ": server \"" + access.server +
                                    "\" is not an http(s) URL");
@@ -78,23 +79,23 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, Clien
                                    "through a server address that the certificate names");
   }
   std::unique_ptr<ApiClient> client(new ApiClient(std::move(access), options));
-  CURL* c = curl_easy_init();
+  CURL* c = Curl().easy_init();
   if (c == nullptr) return Status::Internal("curl_easy_init failed");
   client->curl_ = c;
   const ClusterAccess& a = client->access_;
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: lists shrink ~10x
-  curl_easy_setopt(c, CURLOPT_USERAGENT, (std::string("tocsin/") + kVersion).c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  Curl().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options.connect_timeout.count()));
+  Curl().easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
+  Curl().easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: lists shrink ~10x
+  Curl().easy_setopt(c, CURLOPT_USERAGENT, (std::string("tocsin/") + kVersion).c_str());
+  Curl().easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   if (!a.ca_pem.empty() && SetBlob(c, CURLOPT_CAINFO_BLOB, a.ca_pem) != CURLE_OK) {
     return Status::Internal("libcurl cannot take a CA blob (needs libcurl >= 7.77)");
   }
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, a.insecure_skip_tls_verify ? 0L : 1L);
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, a.insecure_skip_tls_verify ? 0L : 2L);
+  Curl().easy_setopt(c, CURLOPT_SSL_VERIFYPEER, a.insecure_skip_tls_verify ? 0L : 1L);
+  Curl().easy_setopt(c, CURLOPT_SSL_VERIFYHOST, a.insecure_skip_tls_verify ? 0L : 2L);
   Status st = client->RefreshCredential(/*force=*/false);
   if (!st.ok()) return st;
   return client;
@@ -130,8 +131,8 @@ Status ApiClient::RefreshCredential(bool force) {
     cred_expires_ = cached->expires;
   }
   if (!cert_pem_.empty()) {
-    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    Curl().easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    Curl().easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
     if (SetBlob(c, CURLOPT_SSLCERT_BLOB, cert_pem_) != CURLE_OK ||
         SetBlob(c, CURLOPT_SSLKEY_BLOB, key_pem_) != CURLE_OK) {
       return Status::Internal("libcurl cannot take a client certificate blob");
@@ -146,33 +147,33 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
   HttpResponse resp;
   Sink sink{&resp.body, options_.max_body};
   std::string url = access_.server + path;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  Curl().easy_setopt(c, CURLOPT_URL, url.c_str());
+  Curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
+  Curl().easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   if (method == "GET") {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+    Curl().easy_setopt(c, CURLOPT_HTTPGET, 1L);
   } else {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+    Curl().easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    Curl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
   }
-  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  curl_slist* headers = Curl().slist_append(nullptr, "Accept: application/json");
   std::string type = "Content-Type: " + content_type;
-  if (method != "GET") headers = curl_slist_append(headers, type.c_str());
+  if (method != "GET") headers = Curl().slist_append(headers, type.c_str());
   std::string auth = "Authorization: Bearer " + token_;
-  if (!token_.empty()) headers = curl_slist_append(headers, auth.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  if (!token_.empty()) headers = Curl().slist_append(headers, auth.c_str());
+  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   ++requests_;
-  CURLcode rc = curl_easy_perform(c);
-  curl_slist_free_all(headers);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
+  CURLcode rc = Curl().easy_perform(c);
+  Curl().slist_free_all(headers);
+  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
   if (method != "GET") {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);  // also forgets POSTFIELDS
+    Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+    Curl().easy_setopt(c, CURLOPT_HTTPGET, 1L);  // also forgets POSTFIELDS
   }
   std::string where = method + " " + url;
   if (sink.overflow) {
@@ -180,7 +181,7 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
                            " bytes");
   }
   if (rc != CURLE_OK) {
-    std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    std::string detail = errbuf[0] ? errbuf : Curl().easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT) {
       return Status::Timeout(where + ": no complete answer within " +
                              Duration(options_.request_timeout) + " (" + detail + ")");
@@ -191,7 +192,7 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
     }
     return Status::Unavailable(where + ": " + detail);
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  Curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
   return resp;
 }
 
@@ -256,9 +257,9 @@ Status ApiClient::DecodePages(const std::string& collection, const std::string& 
     std::string path = collection;
     if (limit > 0) path += "?limit=" + std::to_string(limit);
     if (!cont.empty()) {
-      char* esc = curl_easy_escape(c, cont.c_str(), static_cast<int>(cont.size()));
+      char* esc = Curl().easy_escape(c, cont.c_str(), static_cast<int>(cont.size()));
       path += std::string("&continue=") + esc;
-      curl_free(esc);
+      Curl().free(esc);
     }
     auto body = Get(path);
     if (!body.ok()) {
