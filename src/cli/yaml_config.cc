@@ -2,16 +2,16 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 namespace tocsin::cli {
 namespace {
 
-using Items = std::vector<std::pair<std::string, std::vector<std::string>>>;
-
-Result<Items> ParseItems(const YAML::Node& root, const std::string& file) {
-  Items items;
+Result<ConfigItems> ParseItems(const YAML::Node& root, const std::string& file) {
+  ConfigItems items;
   if (root.IsNull()) return items;
   if (!root.IsMap()) return Status::InvalidArgument(file + ": expected a mapping of flag names");
   for (const auto& kv : root) {
@@ -48,16 +48,22 @@ Result<Items> ParseItems(const YAML::Node& root, const std::string& file) {
 
 }  // namespace
 
-Status ApplyYamlConfig(CLI::App* cmd, const std::string& path) {
+Result<ConfigItems> ParseYamlConfig(std::string_view text, const std::string& file) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return Status::InvalidArgument("--config " + path + ": cannot read the file");
+    root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument("--config " + path + ": not valid YAML: " + e.what());
+    return Status::InvalidArgument(file + ": not valid YAML: " + e.what());
   }
-  auto items = ParseItems(root, path);
+  return ParseItems(root, file);
+}
+
+Status ApplyYamlConfig(CLI::App* cmd, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument("--config " + path + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto items = ParseYamlConfig(text.str(), path);
   if (!items.ok()) return items.status().WithPrefix("--config");
   for (const auto& [name, inputs] : *items) {
     CLI::Option* opt = cmd->get_option_no_throw("--" + name);

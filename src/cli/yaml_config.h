@@ -2,6 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -17,5 +20,9 @@ namespace tocsin::cli {
 // nesting and values a flag refuses are errors naming the file and the key.
 // (CLI11 2.1's own config files are read for the top-level app only.)
 Status ApplyYamlConfig(CLI::App* cmd, const std::string& path);
+
+// Pure: the (key, values) pairs of a config file's text, in file order; the errors above.
+using ConfigItems = std::vector<std::pair<std::string, std::vector<std::string>>>;
+Result<ConfigItems> ParseYamlConfig(std::string_view text, const std::string& file);
 
 }  // namespace tocsin::cli
