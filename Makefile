@@ -44,6 +44,16 @@ demo: build
 	@d=$$(mktemp -d /tmp/tocsin-demo-XXXXXX) && \
 	  $(RELEASE_DIR)/tocsin bench storage --path $$d -j 2 --size 64M --files 200 --observe-only; \
 	  rm -rf $$d
+	@echo
+	@echo "== tocsin agent --no-kube on the broken fixture node: some of its metrics, then SIGTERM =="
+	@log=$$(mktemp /tmp/tocsin-demo-agent-XXXXXX); \
+	  $(RELEASE_DIR)/tocsin agent --no-kube --root testdata/nodes/ib-port-down \
+	    --listen 127.0.0.1:0 --reconcile 200ms 2>$$log & pid=$$!; \
+	  for i in $$(seq 100); do grep -q "ready:" $$log && break; sleep 0.1; done; sleep 0.5; \
+	  port=$$(sed -n 's/.*serving .* on 127.0.0.1:\([0-9]*\).*/\1/p' $$log); \
+	  python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$$port/metrics').read().decode())" | \
+	    grep -E '^tocsin_(rdma_port_up|rdma_port_rate|check_status\{check="rdma|node_condition\{condition="RDMA)'; \
+	  kill -TERM $$pid; wait $$pid; cat $$log; rm -f $$log
 
 # Warnings are errors; AddressSanitizer + UBSan; then the fuzz targets are built (clang) and run on
 # their seed corpora as part of ctest.
