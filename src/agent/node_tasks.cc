@@ -1,5 +1,8 @@
 #include "agent/node_tasks.h"
 
+#include <atomic>
+#include <memory>
+
 #include "agent/families.h"
 #include "gpu/checks.h"
 #include "node/affinity.h"
@@ -244,7 +247,9 @@ TaskSpec GpuTask(const std::string& root, const node::Options& options) {
   TaskSpec t;
   t.name = "gpu";
   t.checks = {"gpu.count", "gpu.nvml", "gpu.nic.affinity"};
-  t.run = [root, options]() -> Result<TaskOutput> {
+  // True while an NVML call has not returned: a wedged driver is asked once, not every run.
+  auto nvml_busy = std::make_shared<std::atomic<bool>>(false);
+  t.run = [root, options, nvml_busy]() -> Result<TaskOutput> {
     auto env = NewRootedEnv(root);
     node::Inventory inv;
     inv.gpus = gpu::ScanGpus(*env);
@@ -253,7 +258,14 @@ TaskSpec GpuTask(const std::string& root, const node::Options& options) {
     if (root == "/" || options.nvml_library_explicit) {
       std::vector<std::string> addresses;
       for (const auto& g : inv.gpus.gpus) addresses.push_back(g.pci_address);
-      inv.gpus.nvml = gpu::QueryNvml(options.nvml_library, addresses, options.nvml_timeout);
+      if (nvml_busy->exchange(true)) {
+        inv.gpus.nvml.status = "timeout";
+        inv.gpus.nvml.library = options.nvml_library;
+        inv.gpus.nvml.detail = "an earlier NVML call has not returned (the GPU driver may be hung)";
+      } else {
+        inv.gpus.nvml = gpu::QueryNvml(options.nvml_library, addresses, options.nvml_timeout,
+                                       [nvml_busy] { nvml_busy->store(false); });
+      }
     }
     TaskOutput out;
     gpu::CheckScan(inv.gpus, options.expect.gpus, out.findings);

@@ -88,6 +88,9 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
                                    "\": expected HOST:PORT (port 0: any)");
   }
   o.listen_host = colon == 0 ? "0.0.0.0" : f.listen.substr(0, colon);
+  if (o.listen_host.size() > 2 && o.listen_host.front() == '[' && o.listen_host.back() == ']') {
+    o.listen_host = o.listen_host.substr(1, o.listen_host.size() - 2);  // [::]:9464
+  }
   o.listen_port = static_cast<int>(port);
   if (Status s = f.node.Apply(cmd, o.node); !s.ok()) return s;
   if (Status s = ApplySchedule("--interval", f.intervals, true, o.schedules); !s.ok()) return s;

@@ -123,7 +123,7 @@ NvmlInfo QueryBlocking(const std::string& library, const std::vector<std::string
 }  // namespace
 
 NvmlInfo QueryNvml(const std::string& library, const std::vector<std::string>& pci_addresses,
-                   std::chrono::milliseconds timeout) {
+                   std::chrono::milliseconds timeout, std::function<void()> on_return) {
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
@@ -131,8 +131,9 @@ NvmlInfo QueryNvml(const std::string& library, const std::vector<std::string>& p
     NvmlInfo info;
   };
   auto shared = std::make_shared<Shared>();
-  std::thread worker([shared, library, pci_addresses] {
+  std::thread worker([shared, library, pci_addresses, on_return] {
     NvmlInfo info = QueryBlocking(library, pci_addresses);
+    if (on_return) on_return();
     std::lock_guard<std::mutex> lock(shared->mu);
     shared->info = std::move(info);
     shared->done = true;

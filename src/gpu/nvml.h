@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,8 +35,10 @@ struct NvmlInfo {
 
 // dlopens `library`, initialises NVML and looks up each PCI address. Runs on a worker thread:
 // if NVML does not answer within `timeout`, returns status "timeout" and abandons the thread.
+// `on_return`, when given, runs on the worker thread once NVML has returned, even long after a
+// timeout (a caller that repeats the query must not pile up threads on a wedged driver).
 NvmlInfo QueryNvml(const std::string& library, const std::vector<std::string>& pci_addresses,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::function<void()> on_return = nullptr);
 
 nlohmann::json ToJson(const NvmlInfo& info);
 

@@ -146,6 +146,36 @@ TEST(AgentCliTest, ServesCleanMetricsWithTheFixtureValues) {
   EXPECT_NE(r.err.find("tocsin agent: stopped"), std::string::npos) << r.err;
 }
 
+int Threads(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// A wedged GPU driver (NVML never returns): gpu.nvml fails with status timeout, the gpu task
+// keeps running on time, and the agent asks NVML once rather than piling up a thread per run.
+TEST(AgentCliTest, AWedgedNvmlIsReportedOnceWithoutPilingUpThreads) {
+  AgentProcess a(Base(kNodes + "ib-healthy", {"--nvml-library", FAKE_NVML, "--nvml-timeout", "0.2",
+                                              "--interval", "gpu=300ms"}),
+                 {"FAKE_NVML_HANG=1"});
+  ASSERT_GT(a.port(), 0) << a.err();
+  std::string text;
+  const std::string runs = "tocsin_task_runs_total{task=\"gpu\",outcome=\"ok\"}";
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, runs) >= 2; },
+                               seconds(20), &text))
+      << text << a.err();
+  int threads = Threads(a.pid());
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, runs) >= 8; },
+                               seconds(30), &text))
+      << text;
+  EXPECT_EQ(MetricValue(text, "tocsin_nvml_up{status=\"timeout\"}"), 0);
+  EXPECT_EQ(MetricValue(text, "tocsin_check_status{check=\"gpu.nvml\",task=\"gpu\"}"), 0);
+  EXPECT_LE(Threads(a.pid()), threads + 1) << "a thread per gpu run";
+}
+
 TEST(AgentCliTest, APortGoingDownFlipsTheMetricTheCheckAndTheCondition) {
   std::string root = CopyNode("ib-healthy");
   AgentProcess a(Base(root, {"--reconcile", "100ms"}));
