@@ -339,6 +339,23 @@ TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
                      "[{\"lastHeartbeatTime\":"),
             std::string::npos)
       << log;
+  // The whole body: exactly our four conditions, in node-problem-detector's form.
+  size_t at = log.find("PATCH /api/v1/nodes/gpu-node-01/status");
+  size_t body_at = log.find("body=", at);
+  json body = json::parse(log.substr(body_at + 5, log.find('\n', body_at) - body_at - 5));
+  ASSERT_EQ(body.size(), 1u) << body;
+  ASSERT_EQ(body["status"].size(), 1u) << body;
+  std::set<std::string> types;
+  for (const auto& cond : body["status"]["conditions"]) {
+    types.insert(cond["type"].get<std::string>());
+    for (const char* key :
+         {"status", "reason", "message", "lastHeartbeatTime", "lastTransitionTime"}) {
+      EXPECT_TRUE(cond.contains(key)) << key << " in " << cond;
+    }
+    EXPECT_TRUE(cond["status"] == "True" || cond["status"] == "False") << cond;
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"RDMAFabricDegraded", "SharedStorageDegraded",
+                                          "GPUNICAffinityBroken", "TocsinChecksStale"}));
   std::vector<json> events = Events();
   ASSERT_EQ(events.size(), 1u) << json(events).dump(1);  // False at start is not a transition
   EXPECT_EQ(events[0]["type"], "Warning");
