@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -23,21 +22,18 @@ namespace tocsin {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::AgentProcess;
 using testing::MetricValue;
 using testing::RunBinary;
 using testing::RunResult;
-using testing::Server;
 using testing::SlowFs;
 using testing::TempDir;
 using SteadyClock = std::chrono::steady_clock;
 
 const std::string kSource = TOCSIN_SOURCE_DIR;
 const std::string kNodes = kSource + "/testdata/nodes/";
-const std::string kApi = kSource + "/tests/k8s_api/";
 const std::string kPort2 = "/sys/class/infiniband/mlx5_1/ports/1";
 
 std::vector<std::string> Base(const std::string& root, std::vector<std::string> extra = {}) {
@@ -254,177 +250,6 @@ TEST(AgentCliTest, AHungSharedFilesystemIsUnknownWithinTheDeadlineWhileMetricsAn
   RunResult r = a.Wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(SteadyClock::now() - start, milliseconds(1500));
-}
-
-class AgentKubeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = TempDir("agent-kube");
-    log_ = dir_ + "/api.log";
-    server_ = std::make_unique<Server>(std::vector<std::string>{
-        "python3", kApi + "server.py", "--max-seconds", "120", "--snapshot",
-        kSource + "/testdata/clusters/healthy.json", "--token", "s3cret", "--log", log_});
-    ASSERT_GT(server_->port(), 0);
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-                               << "clusters:\n- name: test\n  cluster:\n    server: "
-                               << "http://127.0.0.1:" << server_->port() << "\n"
-                               << "contexts:\n- name: test\n  context: {cluster: test, user: t}\n"
-                               << "users:\n- name: t\n  user:\n    token: s3cret\n";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  json Api(const std::string& path) {
-    RunResult r =
-        RunBinary("python3", {"-c",
-                              "import sys,urllib.request as u;"
-                              "q=u.Request(sys.argv[1],headers={'Authorization':"
-                              "'Bearer s3cret'});print(u.urlopen(q,timeout=10).read()."
-                              "decode())",
-                              "http://127.0.0.1:" + std::to_string(server_->port()) + path});
-    return json::parse(r.out, nullptr, false);
-  }
-  json Condition(const std::string& type) {
-    json node = Api("/api/v1/nodes/gpu-node-01");
-    for (const auto& c : node["status"]["conditions"]) {
-      if (c["type"] == type) return c;
-    }
-    return json();
-  }
-  std::vector<json> Events() {
-    json list = Api("/api/v1/namespaces/default/events");
-    return list.is_object() ? list["items"].get<std::vector<json>>() : std::vector<json>{};
-  }
-  std::string Log() {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  template <typename Pred>
-  bool Eventually(Pred pred) {
-    for (int i = 0; i < 300; ++i) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return false;
-  }
-
-  std::string dir_, log_, kubeconfig_;
-  std::unique_ptr<Server> server_;
-};
-
-TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
-  std::string root = CopyNode("ib-port-down");
-  AgentProcess a({"--root", root, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig_,
-                  "--reconcile", "100ms", "--taint", "--taint-severity", "error"},
-                 {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
-  ASSERT_GT(a.port(), 0) << a.err();
-  ASSERT_TRUE(Eventually([&] { return Condition("RDMAFabricDegraded").is_object(); }))
-      << a.err() << Log();
-  json c = Condition("RDMAFabricDegraded");
-  EXPECT_EQ(c["status"], "True");
-  EXPECT_EQ(c["reason"], "RdmaPortDown");
-  EXPECT_NE(c["message"].get<std::string>().find("mlx5_2/1"), std::string::npos) << c;
-  std::string onset = c["lastTransitionTime"];
-  EXPECT_EQ(Condition("SharedStorageDegraded")["status"], "False");
-  EXPECT_EQ(Condition("GPUNICAffinityBroken")["status"], "False");
-  EXPECT_EQ(Condition("TocsinChecksStale")["status"], "False");
-  // The node's own conditions (Ready, ...) are untouched: the patch merges by type.
-  EXPECT_TRUE(Condition("Ready").is_object());
-  // The patch as sent: the status subresource, a strategic merge patch of conditions only.
-  std::string log = Log();
-  EXPECT_NE(log.find("PATCH /api/v1/nodes/gpu-node-01/status auth=token "
-                     "type=application/strategic-merge-patch+json body={\"status\":{\"conditions\":"
-                     "[{\"lastHeartbeatTime\":"),
-            std::string::npos)
-      << log;
-  // The whole body: exactly our four conditions, in node-problem-detector's form.
-  size_t at = log.find("PATCH /api/v1/nodes/gpu-node-01/status");
-  size_t body_at = log.find("body=", at);
-  json body = json::parse(log.substr(body_at + 5, log.find('\n', body_at) - body_at - 5));
-  ASSERT_EQ(body.size(), 1u) << body;
-  ASSERT_EQ(body["status"].size(), 1u) << body;
-  std::set<std::string> types;
-  for (const auto& cond : body["status"]["conditions"]) {
-    types.insert(cond["type"].get<std::string>());
-    for (const char* key :
-         {"status", "reason", "message", "lastHeartbeatTime", "lastTransitionTime"}) {
-      EXPECT_TRUE(cond.contains(key)) << key << " in " << cond;
-    }
-    EXPECT_TRUE(cond["status"] == "True" || cond["status"] == "False") << cond;
-  }
-  EXPECT_EQ(types, (std::set<std::string>{"RDMAFabricDegraded", "SharedStorageDegraded",
-                                          "GPUNICAffinityBroken", "TocsinChecksStale"}));
-  std::vector<json> events = Events();
-  ASSERT_EQ(events.size(), 1u) << json(events).dump(1);  // False at start is not a transition
-  EXPECT_EQ(events[0]["type"], "Warning");
-  EXPECT_EQ(events[0]["reason"], "RdmaPortDown");
-  EXPECT_EQ(events[0]["involvedObject"]["kind"], "Node");
-  EXPECT_EQ(events[0]["involvedObject"]["name"], "gpu-node-01");
-  EXPECT_EQ(events[0]["source"]["component"], "tocsin-agent");
-  // The taint is there while the error finding lasts.
-  ASSERT_TRUE(Eventually([&] {
-    json node = Api("/api/v1/nodes/gpu-node-01");
-    for (const auto& t : node["spec"].value("taints", json::array())) {
-      if (t["key"] == "tocsin.io/degraded" && t["effect"] == "NoSchedule") return true;
-    }
-    return false;
-  })) << Log();
-
-  // The port comes back (and the degraded rate is fixed): False, a Normal event, no taint.
-  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/state", "4: ACTIVE\n");
-  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/phys_state", "5: LinkUp\n");
-  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/rate", "400 Gb/sec (4X NDR)\n");
-  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/rate", "400 Gb/sec (4X NDR)\n");
-  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/symbol_error", "0\n");
-  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/link_downed", "0\n");
-  a.Signal(SIGHUP);
-  ASSERT_TRUE(Eventually([&] { return Condition("RDMAFabricDegraded")["status"] == "False"; }))
-      << a.err();
-  EXPECT_NE(Condition("RDMAFabricDegraded")["lastTransitionTime"], onset);
-  ASSERT_TRUE(Eventually([&] { return Events().size() == 2; })) << json(Events()).dump(1);
-  EXPECT_EQ(Events()[1]["type"], "Normal");
-  EXPECT_EQ(Events()[1]["reason"], "RDMAFabricHealthy");
-  EXPECT_TRUE(Eventually([&] {
-    json node = Api("/api/v1/nodes/gpu-node-01");
-    return node["spec"].value("taints", json::array()).empty();
-  })) << Log();
-  a.Signal(SIGTERM);
-  EXPECT_EQ(a.Wait().exit_code, 0);
-
-  // A restarted agent keeps lastTransitionTime: the condition did not change.
-  std::string kept = Condition("RDMAFabricDegraded")["lastTransitionTime"];
-  AgentProcess b({"--root", root, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig_,
-                  "--reconcile", "100ms", "--heartbeat", "100ms"},
-                 {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
-  ASSERT_GT(b.port(), 0) << b.err();
-  ASSERT_TRUE(b.WaitForMetrics(
-      [](const std::string& t) {
-        return MetricValue(t, "tocsin_agent_condition_patches_total") >= 2;
-      },
-      seconds(15)));
-  EXPECT_EQ(Condition("RDMAFabricDegraded")["lastTransitionTime"], kept);
-  EXPECT_EQ(Events().size(), 2u);
-  fs::remove_all(root);
-}
-
-TEST_F(AgentKubeTest, AMissingNodeNameOrUnknownNodeIsClear) {
-  RunResult r = RunBinary(
-      TOCSIN_BINARY,
-      {"agent", "--root", kNodes + "empty", "--kubeconfig", kubeconfig_, "--listen", "127.0.0.1:0"},
-      {"NODE_NAME="});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("no node name: set --node-name or NODE_NAME"), std::string::npos) << r.err;
-  // A node the API does not know: the agent keeps serving and says why, every reconcile.
-  AgentProcess a({"--root", kNodes + "empty", "--listen", "127.0.0.1:0", "--kubeconfig",
-                  kubeconfig_, "--node-name", "no-such-node", "--reconcile", "100ms"});
-  ASSERT_GT(a.port(), 0) << a.err();
-  EXPECT_TRUE(a.WaitForLog("kubernetes: GET http://127.0.0.1:" + std::to_string(server_->port()) +
-                               "/api/v1/nodes/no-such-node: HTTP 404",
-                           seconds(15)))
-      << a.err();
-  EXPECT_EQ(a.Get("/metrics").first, 200);
 }
 
 TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
