@@ -1,7 +1,7 @@
-// `tocsin agent` end to end: clean metrics whose values are the fixture's, a port going down
-// between two scrapes, a hung shared filesystem (unknown within the deadline while /metrics
-// answers), NodeConditions, Events and a taint written to the test API server, the YAML config,
-// and a SIGTERM shutdown within a second.
+// `tocsin agent` end to end as an exporter: clean metrics whose values are the fixture's, a port
+// going down between two scrapes, a hung shared filesystem (unknown within the deadline while
+// /metrics answers), a wedged NVML, the YAML config, deploy/agent, and a SIGTERM shutdown within a
+// second. Kubernetes: agent_kube_test.cc; Prometheus: agent_prometheus_test.cc.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <yaml-cpp/yaml.h>
