@@ -45,37 +45,16 @@ TaskSpec StorageProbeTask(const ProbeTaskOptions& options,
     // storage.timeout within about a second more; the process is bounded on top of that.
     double budget_s = options.timeout.count() / 1000.0;
     double op_timeout_s = std::max(0.2, budget_s * 0.6);
-    std::vector<std::string> argv = {options.self_exe,
-                                     "bench",
-                                     "storage",
-                                     "--path",
-                                     options.path,
-                                     "--size",
-                                     "4K",
-                                     "--block",
-                                     "4K",
-                                     "-j",
-                                     "1",
-                                     "--phase",
-                                     "write",
-                                     "--phase",
-                                     "read",
-                                     "--phase",
-                                     "fsync",
-                                     "--phase",
-                                     "meta",
-                                     "--fsync-ops",
-                                     "1",
-                                     "--files",
-                                     "1",
-                                     "--op-timeout",
-                                     std::to_string(op_timeout_s),
-                                     "--timeout",
-                                     std::to_string(op_timeout_s * 6),
-                                     "--straggler-ratio",
-                                     "0",
-                                     "-o",
-                                     "json"};
+    // clang-format off
+    std::vector<std::string> argv = {
+        options.self_exe, "bench", "storage", "--path", options.path,
+        "--size", "4K", "--block", "4K", "-j", "1",
+        "--phase", "write", "--phase", "read", "--phase", "fsync", "--phase", "meta",
+        "--fsync-ops", "1", "--files", "1",
+        "--op-timeout", std::to_string(op_timeout_s),
+        "--timeout", std::to_string(op_timeout_s * 6),
+        "--straggler-ratio", "0", "-o", "json"};
+    // clang-format on
     if (options.max_fsync_ms > 0) {
       argv.insert(argv.end(), {"--max-fsync-p99-ms", std::to_string(options.max_fsync_ms)});
     }

@@ -1,5 +1,7 @@
 #include "agent/scheduler.h"
 
+#include <system_error>
+
 namespace tocsin::agent {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -116,7 +118,7 @@ void Scheduler::Loop(size_t index) {
       auto slot = std::make_shared<Slot>();
       lock.unlock();
       // The worker shares the task's closure (and its state between runs): it may outlive us.
-      std::thread([core, slot, run = runs_[index]] {
+      auto work = [core, slot, run = runs_[index]] {
         Result<TaskOutput> r = Status::Internal("task threw");
         try {
           r = (*run)();
@@ -127,7 +129,14 @@ void Scheduler::Loop(size_t index) {
         slot->result = std::move(r);
         slot->done = true;
         core->cv.notify_all();
-      }).detach();
+      };
+      try {
+        std::thread(std::move(work)).detach();
+      } catch (const std::system_error& e) {  // no thread left (a process limit): a failed run
+        std::lock_guard<std::mutex> guard(core->mu);
+        slot->result = Status::Internal(std::string("cannot start a thread: ") + e.what());
+        slot->done = true;
+      }
       lock.lock();
       bool finished = core->cv.wait_until(lock, steady_start + spec.timeout,
                                           [&] { return slot->done || core->stopping; });
