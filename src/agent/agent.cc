@@ -93,7 +93,9 @@ Status Agent::Discover() {
     if (!access.ok()) return access.status();
     auto client = k8s::ApiClient::Create(*access, options_.client);
     if (!client.ok()) return client.status();
-    kube_ = std::make_unique<KubeReporter>(std::move(*client), options_.kube_options);
+    kube_ = std::make_unique<KubeLoop>(
+        std::make_unique<KubeReporter>(std::move(*client), options_.kube_options),
+        options_.conditions, Log);
     Log("kubernetes: node " + node_name + " via " + access->origin);
   }
   return Status::Ok();
@@ -114,11 +116,11 @@ Status Agent::StartHttp() {
 
 void Agent::Reconcile() {
   std::vector<TaskState> states = scheduler_->States();
-  std::map<std::string, NodeCondition> previous =
-      kube_ && !kube_->current().empty() ? kube_->current() : conditions_;
   TimePoint now = Clock::now();
+  // The agent's own view (metrics, log); the Kubernetes thread evaluates the same states against
+  // what the node holds, so lastTransitionTime survives restarts there.
   std::vector<NodeCondition> desired =
-      EvaluateConditions(states, previous, now, options_.conditions);
+      EvaluateConditions(states, conditions_, now, options_.conditions);
   for (const auto& c : desired) {
     auto it = conditions_.find(c.type);
     if (it == conditions_.end() || it->second.status != c.status) {
@@ -128,25 +130,8 @@ void Agent::Reconcile() {
   }
   KubeCounters counters;
   if (kube_) {
-    bool& discovered = kube_discovered_;
-    if (!discovered) {
-      Status st = kube_->Discover();
-      if (st.ok()) {
-        discovered = true;
-        // Conditions already on the node are the state before this agent started.
-        desired = EvaluateConditions(states, kube_->current(), now, options_.conditions);
-      } else {
-        Log("kubernetes: " + st.message() + " (retrying every reconcile)");
-      }
-    }
-    if (discovered) {
-      Status st = kube_->Report(desired, CurrentFindings(states), now);
-      if (!st.ok()) Log("kubernetes: " + st.message());
-    }
-    counters.connected = discovered;
-    counters.patches = kube_->patches();
-    counters.events = kube_->events();
-    counters.errors = kube_->errors();
+    kube_->Submit(std::move(states), now);
+    counters = kube_->counters();
   }
   collector_->SetConditions(desired, counters);
 }
@@ -184,6 +169,7 @@ Status Agent::Loop(int stop_fd, int wake_fd) {
 
 void Agent::Shutdown() {
   if (server_) server_->SetReady(false);
+  if (kube_) kube_->Stop(std::chrono::milliseconds(300));
   if (scheduler_) scheduler_->Stop();  // returns at once: stuck workers are abandoned
   if (server_) server_->Stop();
 }

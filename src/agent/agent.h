@@ -73,11 +73,10 @@ class Agent {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<MetricsServer> server_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<KubeReporter> kube_;
+  std::unique_ptr<KubeLoop> kube_;
   std::vector<TaskSpec> tasks_;
   std::shared_ptr<Collector> collector_;
   std::map<std::string, NodeCondition> conditions_;  // the last evaluation (Loop thread)
-  bool kube_discovered_ = false;
 };
 
 // Writes one timestamped line to stderr: "2026-11-30T01:02:03Z tocsin agent: <what>".

@@ -11,12 +11,6 @@
 
 namespace tocsin::agent {
 
-// Kubernetes writes seen by the agent, for its self metrics.
-struct KubeCounters {
-  bool connected = false;
-  uint64_t patches = 0, events = 0, errors = 0;
-};
-
 // On every scrape: the latest metric families of each task that ran kOk (merged by name), the
 // per-check status, run time and duration, task run counts by outcome, the node conditions and
 // the agent's own memory, CPU and Kubernetes writes. Reads only memory: no host access.

@@ -1,6 +1,9 @@
 #include "agent/kube_reporter.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/strings.h"
 
@@ -155,6 +158,75 @@ Status KubeReporter::Report(const std::vector<NodeCondition>& desired,
     }
   }
   return first_error;
+}
+
+struct KubeLoop::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<std::pair<std::vector<TaskState>, TimePoint>> pending;
+  bool stop = false;
+  bool exited = false;
+  KubeCounters counters;
+};
+
+KubeLoop::KubeLoop(std::unique_ptr<KubeReporter> reporter, ConditionOptions conditions,
+                   std::function<void(const std::string&)> log)
+    : shared_(std::make_shared<Shared>()) {
+  std::shared_ptr<KubeReporter> owned(std::move(reporter));
+  thread_ = std::thread([shared = shared_, owned, conditions, log] {
+    bool discovered = false;
+    while (true) {
+      std::unique_lock<std::mutex> lock(shared->mu);
+      shared->cv.wait(lock, [&] { return shared->stop || shared->pending.has_value(); });
+      if (shared->stop) break;
+      auto [states, now] = std::move(*shared->pending);
+      shared->pending.reset();
+      lock.unlock();
+      if (!discovered) {
+        Status st = owned->Discover();
+        discovered = st.ok();
+        if (!discovered) log("kubernetes: " + st.message() + " (retrying every reconcile)");
+      }
+      if (discovered) {
+        std::vector<NodeCondition> desired =
+            EvaluateConditions(states, owned->current(), now, conditions);
+        Status st = owned->Report(desired, CurrentFindings(states), now);
+        if (!st.ok()) log("kubernetes: " + st.message());
+      }
+      lock.lock();
+      shared->counters = {discovered, owned->patches(), owned->events(), owned->errors()};
+    }
+    std::lock_guard<std::mutex> guard(shared->mu);
+    shared->exited = true;
+    shared->cv.notify_all();
+  });
+}
+
+KubeLoop::~KubeLoop() { Stop(std::chrono::milliseconds(500)); }
+
+void KubeLoop::Submit(std::vector<TaskState> states, TimePoint now) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->pending.emplace(std::move(states), now);
+  shared_->cv.notify_all();
+}
+
+void KubeLoop::Stop(std::chrono::milliseconds grace) {
+  if (!thread_.joinable()) return;
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  shared_->stop = true;
+  shared_->cv.notify_all();
+  bool exited = shared_->cv.wait_for(lock, grace, [&] { return shared_->exited; });
+  lock.unlock();
+  if (exited) {
+    thread_.join();
+  } else {
+    thread_.detach();  // in a request bounded by --request-timeout; the process exits first
+  }
+}
+
+KubeCounters KubeLoop::counters() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->counters;
 }
 
 }  // namespace tocsin::agent

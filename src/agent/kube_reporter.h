@@ -1,8 +1,11 @@
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/conditions.h"
@@ -51,6 +54,38 @@ class KubeReporter {
   std::optional<TimePoint> last_patch_;
   std::optional<bool> tainted_;
   uint64_t patches_ = 0, events_ = 0, errors_ = 0;
+};
+
+// Kubernetes writes seen by the agent, for its self metrics.
+struct KubeCounters {
+  bool connected = false;
+  uint64_t patches = 0, events = 0, errors = 0;
+};
+
+// Runs a KubeReporter on its own thread, so that a slow or unreachable API server (each request
+// bounded by --request-timeout) never delays the agent's loop or its shutdown. Submit() hands
+// over the latest task states (an older evaluation not yet written is dropped); the thread reads
+// the node first (retrying each round until it can), then evaluates the conditions against what
+// the node holds and reports them.
+class KubeLoop {
+ public:
+  KubeLoop(std::unique_ptr<KubeReporter> reporter, ConditionOptions conditions,
+           std::function<void(const std::string&)> log);
+  ~KubeLoop();
+  KubeLoop(const KubeLoop&) = delete;
+  KubeLoop& operator=(const KubeLoop&) = delete;
+
+  void Submit(std::vector<TaskState> states, TimePoint now);
+  // Waits up to `grace` for an exchange in flight, then leaves the thread behind (it holds its
+  // own state; the process is about to exit).
+  void Stop(std::chrono::milliseconds grace);
+  KubeCounters counters() const;
+
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+  std::thread thread_;
 };
 
 }  // namespace tocsin::agent

@@ -214,5 +214,41 @@ TEST_F(AgentKubeTest, AMissingNodeNameOrUnknownNodeIsClear) {
   EXPECT_EQ(a.Get("/metrics").first, 200);
 }
 
+// An API server that does not answer: the agent keeps serving, says it is not connected, and
+// still stops within a second of SIGTERM (the Kubernetes exchange has its own thread).
+TEST(AgentKubeHangTest, AHungApiServerDelaysNeitherMetricsNorShutdown) {
+  std::string dir = TempDir("agent-kube-hang");
+  Server server({"python3", kApi + "server.py", "--max-seconds", "60", "--snapshot",
+                 kSource + "/testdata/clusters/healthy.json", "--hang", "nodes", "--hang-seconds",
+                 "50"});
+  ASSERT_GT(server.port(), 0);
+  std::ofstream(dir + "/kubeconfig") << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                                     << "clusters:\n- name: t\n  cluster:\n    server: "
+                                     << "http://127.0.0.1:" << server.port() << "\n"
+                                     << "contexts:\n- name: t\n  context: {cluster: t, user: u}\n"
+                                     << "users:\n- name: u\n  user: {}\n";
+  AgentProcess a({"--root", kNodes + "ib-healthy", "--listen", "127.0.0.1:0", "--kubeconfig",
+                  dir + "/kubeconfig", "--node-name", "gpu-node-01", "--reconcile", "100ms",
+                  "--request-timeout", "40s"},
+                 {"KUBECONFIG="});
+  ASSERT_GT(a.port(), 0) << a.err();
+  std::string text;
+  ASSERT_TRUE(a.WaitForMetrics(
+      [](const std::string& t) {
+        return MetricValue(t,
+                           "tocsin_node_condition{condition=\"RDMAFabricDegraded\","
+                           "status=\"False\"}") == 1;
+      },
+      seconds(15), &text))
+      << text << a.err();
+  EXPECT_EQ(MetricValue(text, "tocsin_agent_kube_connected"), 0);
+  auto start = std::chrono::steady_clock::now();
+  a.Signal(SIGTERM);
+  RunResult r = a.Wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tocsin
