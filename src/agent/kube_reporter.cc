@@ -1,10 +1,12 @@
 #include "agent/kube_reporter.h"
 
 #include <condition_variable>
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "audit/checks.h"
 #include "base/strings.h"
 
 namespace tocsin::agent {
@@ -53,6 +55,42 @@ Status KubeReporter::Discover() {
   return Status::Ok();
 }
 
+std::string KubeReporter::AffectedPods(const std::string& type) {
+  if (type == kTocsinChecksStale) return "";
+  k8s::Snapshot snap;
+  Status st = client_->List("/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node_name +
+                                "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                            "Pod", snap);
+  if (!st.ok()) {
+    ++errors_;
+    if (!pods_error_logged_) {
+      pods_error_logged_ = true;
+      std::cerr << FormatRfc3339(Clock::now()) << " tocsin agent: kubernetes: " << st.message()
+                << " (Events will not name the pods)\n";
+    }
+    return "";
+  }
+  audit::Options rdma;
+  std::vector<std::string> names;
+  for (const auto& pod : snap.pods) {
+    bool uses = false;
+    for (const auto& c : pod.containers) {
+      for (const auto& [resource, quantity] : c.requests) {
+        bool is_rdma = audit::IsRdmaResource(resource, rdma);
+        if (type == kRdmaFabricDegraded && is_rdma) uses = true;
+        if (type == kGpuNicAffinityBroken && (is_rdma || resource == "nvidia.com/gpu")) uses = true;
+      }
+    }
+    if (type == kSharedStorageDegraded && !pod.shared_volumes.empty()) uses = true;
+    if (uses) names.push_back(pod.ns + "/" + pod.name);
+  }
+  if (names.empty()) return "";
+  std::string out = "; pods on this node that use it: ";
+  for (size_t i = 0; i < names.size() && i < 10; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 10) out += " (+" + std::to_string(names.size() - 10) + " more)";
+  return out;
+}
+
 Status KubeReporter::PostEvent(const NodeCondition& c, const std::string& previous_status,
                                TimePoint now) {
   std::string ts = FormatRfc3339(now);
@@ -66,7 +104,7 @@ Status KubeReporter::PostEvent(const NodeCondition& c, const std::string& previo
       {"reason", c.reason},
       {"message", c.type + " is " + c.status +
                       (previous_status.empty() ? "" : " (was " + previous_status + ")") + ": " +
-                      c.message},
+                      c.message + (c.status == "True" ? AffectedPods(c.type) : "")},
       {"type", c.status == "True" ? "Warning" : "Normal"},
       {"source", {{"component", "tocsin-agent"}, {"host", options_.node_name}}},
       {"reportingComponent", "tocsin-agent"},

@@ -46,6 +46,11 @@ class KubeReporter {
  private:
   Status PostEvent(const NodeCondition& c, const std::string& previous_status, TimePoint now);
   Status SyncTaint(bool want, const std::string& why);
+  // "; pods on this node that use it: ns/a, ns/b" for a condition turning True: running or
+  // pending pods here that request RDMA resources (RDMAFabricDegraded), GPUs or RDMA
+  // (GPUNICAffinityBroken), or mount shared volumes (SharedStorageDegraded). Empty when none or
+  // when the pods cannot be listed (then logged once).
+  std::string AffectedPods(const std::string& type);
 
   std::unique_ptr<k8s::ApiClient> client_;
   KubeOptions options_;
@@ -54,6 +59,7 @@ class KubeReporter {
   std::optional<TimePoint> last_patch_;
   std::optional<bool> tainted_;
   uint64_t patches_ = 0, events_ = 0, errors_ = 0;
+  bool pods_error_logged_ = false;
 };
 
 // Kubernetes writes seen by the agent, for its self metrics.

@@ -255,7 +255,10 @@ Status ApiClient::DecodePages(const std::string& collection, const std::string& 
   int page = 0;
   do {
     std::string path = collection;
-    if (limit > 0) path += "?limit=" + std::to_string(limit);
+    if (limit > 0) {
+      path += (collection.find('?') == std::string::npos ? "?limit=" : "&limit=") +
+              std::to_string(limit);
+    }
     if (!cont.empty()) {
       char* esc = Curl().easy_escape(c, cont.c_str(), static_cast<int>(cont.size()));
       path += std::string("&continue=") + esc;

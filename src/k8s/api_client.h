@@ -47,7 +47,8 @@ class ApiClient {
   Result<std::string> Send(const std::string& method, const std::string& path,
                            const std::string& body, const std::string& content_type);
 
-  // Lists a collection (e.g. "/api/v1/pods") page by page with limit/continue, decoding every
+  // Lists a collection (e.g. "/api/v1/pods", or with its own query such as a fieldSelector)
+  // page by page with limit/continue, decoding every
   // page into `out` (which must be a `<kind>List`). A continue token that expired (410) restarts
   // the list once without pagination, as client-go's pager does.
   Status List(const std::string& collection, const std::string& kind, Snapshot& out);

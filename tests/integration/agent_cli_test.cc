@@ -325,7 +325,7 @@ TEST(AgentCliTest, DeployManifestsBuildAndTheirConfigRuns) {
       EXPECT_TRUE(m["readOnly"].as<bool>()) << m;
     }
   }
-  // Exactly: get nodes, patch nodes/status, create events (nothing to list, watch or delete).
+  // Exactly: get nodes, patch nodes/status, list pods, create events (no watch, update, delete).
   std::set<std::string> granted;
   for (const auto& r : roles) {
     for (const auto& rule : r["rules"]) {
@@ -336,7 +336,8 @@ TEST(AgentCliTest, DeployManifestsBuildAndTheirConfigRuns) {
       }
     }
   }
-  EXPECT_EQ(granted, (std::set<std::string>{"nodes:get", "nodes/status:patch", "events:create"}));
+  EXPECT_EQ(granted, (std::set<std::string>{"nodes:get", "nodes/status:patch", "pods:list",
+                                            "events:create"}));
   // Every rule carries its reason.
   for (const char* file : {"/deploy/agent/rbac.yaml", "/deploy/agent/rbac-taint.yaml"}) {
     std::ifstream in(kSource + file);

@@ -150,6 +150,13 @@ TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
   EXPECT_EQ(events[0]["involvedObject"]["kind"], "Node");
   EXPECT_EQ(events[0]["involvedObject"]["name"], "gpu-node-01");
   EXPECT_EQ(events[0]["source"]["component"], "tocsin-agent");
+  // The workloads hit: the pods on this node that request RDMA (listed by spec.nodeName).
+  EXPECT_NE(events[0]["message"].get<std::string>().find(
+                "pods on this node that use it: ml/llama-pt-master-0"),
+            std::string::npos)
+      << events[0]["message"];
+  EXPECT_NE(Log().find("GET /api/v1/pods?fieldSelector=spec.nodeName%3Dgpu-node-01"),
+            std::string::npos);
   // The taint is there while the error finding lasts.
   ASSERT_TRUE(Eventually([&] {
     json node = Api("/api/v1/nodes/gpu-node-01");
