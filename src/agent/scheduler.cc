@@ -20,7 +20,6 @@ struct Scheduler::Core {
   std::vector<TaskState> states;
   std::vector<std::shared_ptr<Slot>> running;  // per task: the abandoned worker's slot, if any
   std::function<TimePoint()> now;
-  std::function<void(const TaskState&)> on_run;
 };
 
 std::string_view OutcomeName(Outcome o) {
@@ -39,11 +38,9 @@ std::string_view OutcomeName(Outcome o) {
   return "unknown";
 }
 
-Scheduler::Scheduler(std::vector<TaskSpec> tasks, std::function<TimePoint()> now,
-                     std::function<void(const TaskState&)> on_run)
+Scheduler::Scheduler(std::vector<TaskSpec> tasks, std::function<TimePoint()> now)
     : core_(std::make_shared<Core>()), specs_(std::move(tasks)) {
   core_->now = std::move(now);
-  core_->on_run = std::move(on_run);
   for (const auto& spec : specs_) {
     TaskState st;
     st.name = spec.name;
@@ -167,12 +164,6 @@ void Scheduler::Loop(size_t index) {
     TaskState& done = core->states[index];
     done.last_run = started;
     ++done.runs;
-    if (core->on_run) {
-      TaskState copy = done;
-      lock.unlock();
-      core->on_run(copy);
-      lock.lock();
-    }
     core->cv.notify_all();
     uint64_t generation = core->wake_generation;
     core->cv.wait_until(lock, steady_start + spec.interval,

@@ -65,10 +65,8 @@ struct TaskState {
 // within milliseconds whatever the workers do.
 class Scheduler {
  public:
-  // `now` gives the wall clock for timestamps (tests inject it); `on_run` is called (from the
-  // task's loop thread) after every run with the task's new state.
-  Scheduler(std::vector<TaskSpec> tasks, std::function<TimePoint()> now,
-            std::function<void(const TaskState&)> on_run = nullptr);
+  // `now` gives the wall clock for timestamps (tests inject it).
+  Scheduler(std::vector<TaskSpec> tasks, std::function<TimePoint()> now);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

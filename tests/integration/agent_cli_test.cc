@@ -25,11 +25,13 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::AgentProcess;
+using testing::CopyFixtureNode;
 using testing::MetricValue;
 using testing::RunBinary;
 using testing::RunResult;
 using testing::SlowFs;
 using testing::TempDir;
+using testing::WriteFile;
 using SteadyClock = std::chrono::steady_clock;
 
 const std::string kSource = TOCSIN_SOURCE_DIR;
@@ -40,20 +42,6 @@ std::vector<std::string> Base(const std::string& root, std::vector<std::string> 
   std::vector<std::string> args = {"--no-kube", "--root", root, "--listen", "127.0.0.1:0"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
-}
-
-// A writable copy of a fixture node.
-std::string CopyNode(const std::string& name) {
-  std::string dir = TempDir("agent-node");
-  RunResult r = RunBinary("cp", {"-a", kNodes + name + "/.", dir});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return dir;
-}
-
-void Write(const std::string& path, const std::string& text) {
-  fs::path p(path);
-  // sysfs class entries are symlinks into /sys/devices: write through them.
-  std::ofstream(p) << text;
 }
 
 bool Ready(const AgentProcess& a) {
@@ -173,7 +161,7 @@ TEST(AgentCliTest, AWedgedNvmlIsReportedOnceWithoutPilingUpThreads) {
 }
 
 TEST(AgentCliTest, APortGoingDownFlipsTheMetricTheCheckAndTheCondition) {
-  std::string root = CopyNode("ib-healthy");
+  std::string root = CopyFixtureNode("ib-healthy");
   AgentProcess a(Base(root, {"--reconcile", "100ms"}));
   ASSERT_GT(a.port(), 0) << a.err();
   ASSERT_TRUE(Ready(a)) << a.err();
@@ -187,8 +175,8 @@ TEST(AgentCliTest, APortGoingDownFlipsTheMetricTheCheckAndTheCondition) {
   EXPECT_EQ(MetricValue(text, up), 1);
   EXPECT_EQ(MetricValue(text, check), 1);
 
-  Write(root + kPort2 + "/state", "1: DOWN\n");
-  Write(root + kPort2 + "/phys_state", "2: Polling\n");
+  WriteFile(root + kPort2 + "/state", "1: DOWN\n");
+  WriteFile(root + kPort2 + "/phys_state", "2: Polling\n");
   a.Signal(SIGHUP);  // run every task now instead of waiting for the 15 s interval
   EXPECT_TRUE(a.WaitForMetrics(
       [&](const std::string& t) {

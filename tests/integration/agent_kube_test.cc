@@ -23,25 +23,17 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::AgentProcess;
+using testing::CopyFixtureNode;
 using testing::MetricValue;
 using testing::RunBinary;
 using testing::RunResult;
 using testing::Server;
 using testing::TempDir;
+using testing::WriteFile;
 
 const std::string kSource = TOCSIN_SOURCE_DIR;
 const std::string kNodes = kSource + "/testdata/nodes/";
 const std::string kApi = kSource + "/tests/k8s_api/";
-
-// A writable copy of a fixture node.
-std::string CopyNode(const std::string& name) {
-  std::string dir = TempDir("agent-node");
-  RunResult r = RunBinary("cp", {"-a", kNodes + name + "/.", dir});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return dir;
-}
-
-void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 class AgentKubeTest : public ::testing::Test {
  protected:
@@ -102,7 +94,7 @@ class AgentKubeTest : public ::testing::Test {
 };
 
 TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
-  std::string root = CopyNode("ib-port-down");
+  std::string root = CopyFixtureNode("ib-port-down");
   AgentProcess a({"--root", root, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig_,
                   "--reconcile", "100ms", "--taint", "--taint-severity", "error"},
                  {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
@@ -167,12 +159,12 @@ TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
   })) << Log();
 
   // The port comes back (and the degraded rate is fixed): False, a Normal event, no taint.
-  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/state", "4: ACTIVE\n");
-  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/phys_state", "5: LinkUp\n");
-  Write(root + "/sys/class/infiniband/mlx5_2/ports/1/rate", "400 Gb/sec (4X NDR)\n");
-  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/rate", "400 Gb/sec (4X NDR)\n");
-  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/symbol_error", "0\n");
-  Write(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/link_downed", "0\n");
+  WriteFile(root + "/sys/class/infiniband/mlx5_2/ports/1/state", "4: ACTIVE\n");
+  WriteFile(root + "/sys/class/infiniband/mlx5_2/ports/1/phys_state", "5: LinkUp\n");
+  WriteFile(root + "/sys/class/infiniband/mlx5_2/ports/1/rate", "400 Gb/sec (4X NDR)\n");
+  WriteFile(root + "/sys/class/infiniband/mlx5_3/ports/1/rate", "400 Gb/sec (4X NDR)\n");
+  WriteFile(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/symbol_error", "0\n");
+  WriteFile(root + "/sys/class/infiniband/mlx5_3/ports/1/counters/link_downed", "0\n");
   a.Signal(SIGHUP);
   ASSERT_TRUE(Eventually([&] { return Condition("RDMAFabricDegraded")["status"] == "False"; }))
       << a.err();

@@ -1,5 +1,6 @@
 #include "agent_process.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 extern char** environ;
@@ -123,6 +125,16 @@ bool AgentProcess::WaitForMetrics(const std::function<bool(const std::string&)>&
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition
   }
 }
+
+std::string CopyFixtureNode(const std::string& name) {
+  std::string dir = TempDir("agent-node");
+  RunResult r = RunBinary(
+      "cp", {"-a", std::string(TOCSIN_SOURCE_DIR) + "/testdata/nodes/" + name + "/.", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 double MetricValue(const std::string& text, const std::string& series) {
   std::istringstream in(text);

@@ -55,6 +55,11 @@ class AgentProcess {
   bool eof_ = false;
 };
 
+// A writable copy of testdata/nodes/NAME (the caller removes it).
+std::string CopyFixtureNode(const std::string& name);
+// Overwrites a file of a fixture copy (sysfs class entries are symlinks: written through).
+void WriteFile(const std::string& path, const std::string& text);
+
 // The value of one series in a text exposition ("name" or "name{a=\"b\",...}", exactly as
 // printed); NaN when absent.
 double MetricValue(const std::string& text, const std::string& series);
