@@ -144,6 +144,21 @@ TEST(NodeCliTest, RoceNodeIsCleanAndKnowsItsGids) {
   EXPECT_EQ(FindingsOf(wrong.report, "rdma.port.link-layer").size(), 2u);
 }
 
+TEST(NodeCliTest, FullSizeNodeIsCleanWithEveryGpuNextToItsOwnNic) {
+  JsonRun r = Node("ib-8x8", {"--expect-rdma-ports", "8", "--expect-rate", "400", "--expect-gpus",
+                              "8", "--expect-mount", "/mnt/lustre:lustre"});
+  EXPECT_EQ(r.exit_code, 0) << r.report.dump(1);
+  ExpectNoWarnings(r.report);
+  const json& affinity = r.report["inventory"]["gpu_nic_affinity"];
+  ASSERT_EQ(affinity.size(), 8u);
+  std::set<std::string> nics;
+  for (const auto& a : affinity) {
+    nics.insert(a["nearest_nic"].get<std::string>());
+    EXPECT_EQ(a["path_type"], "PIX") << a;
+  }
+  EXPECT_EQ(nics.size(), 8u) << affinity.dump(1);  // one HCA per GPU, under the same switch
+}
+
 TEST(NodeCliTest, PortDownDegradedRateAndErrors) {
   JsonRun r = Node("ib-port-down");
   EXPECT_EQ(r.exit_code, 1);
