@@ -37,6 +37,17 @@ struct AgentFlags {
   NodeFlags node;
 };
 
+// CLI::NonNegativeNumber prints its whole double range; this says what is wrong.
+const CLI::Validator kNonNegative(
+    [](std::string& v) {
+      char* end = nullptr;
+      double d = std::strtod(v.c_str(), &end);
+      return end != v.c_str() && *end == '\0' && d >= 0
+                 ? std::string()
+                 : "must be a number >= 0, got \"" + v + "\"";
+    },
+    "NUMBER>=0");
+
 int g_stop_pipe[2] = {-1, -1};
 int g_wake_pipe[2] = {-1, -1};
 extern "C" void OnStop(int) { (void)!write(g_stop_pipe[1], "x", 1); }
@@ -232,14 +243,18 @@ Command AddAgentCommand(CLI::App& parent) {
                   "A directory on a shared filesystem to probe (4 KiB write, read, write+fsync, "
                   "create, stat, unlink; repeatable)");
   cmd->add_option("--probe-max-fsync-ms", f->probe_max_fsync_ms,
-                  "A slower probe write+fsync is storage.latency.high");
+                  "A slower probe write+fsync is storage.latency.high")
+      ->check(kNonNegative);
   cmd->add_option("--probe-max-meta-ms", f->probe_max_meta_ms,
-                  "A slower probe create/stat/unlink is storage.latency.high");
+                  "A slower probe create/stat/unlink is storage.latency.high")
+      ->check(kNonNegative);
   cmd->add_option("--fabric-idle-below", f->fabric_idle_below,
                   "Bytes/s: RDMA traffic below this is idle (node.fabric.idle-while-tcp-busy)")
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--tcp-busy-above", f->tcp_busy_above,
                   "Bytes/s: Ethernet traffic above this is busy")
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--fabric-sustain", f->fabric_sustain,
                   "How long idle-while-busy must last before it is a finding")

@@ -280,6 +280,10 @@ TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
   EXPECT_NE(bad.err.find("TASK one of fabric, gpu, rdma, storage, storage-probe"),
             std::string::npos)
       << bad.err;
+  bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--tcp-busy-above", "-5"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--tcp-busy-above: must be a number >= 0, got \"-5\""), std::string::npos)
+      << bad.err;
   bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--timeout", "rdma=1m"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("task rdma: timeout 60000 ms is longer than its interval"),
