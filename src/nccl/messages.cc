@@ -186,16 +186,27 @@ std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
     return std::nullopt;
   }
   InitComplete out;
-  auto tokens = SplitWhitespace(msg);
-  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
-    std::string_view key = tokens[i];
-    std::string_view value = tokens[i + 1];
+  // Each whitespace-separated token with the one after it (no token vector: a job's log has a
+  // line like this per rank and communicator).
+  auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  auto next_token = [&t, &space](size_t& pos) {
+    while (pos < t.size() && space(t[pos])) ++pos;
+    size_t start = pos;
+    while (pos < t.size() && !space(t[pos])) ++pos;
+    return t.substr(start, pos - start);
+  };
+  size_t pos = 0;
+  std::string_view key = next_token(pos);
+  while (!key.empty()) {
+    std::string_view value = next_token(pos);
+    if (value.empty()) break;
     auto num = [&] { return static_cast<int>(ParseInt64(value).value_or(-1)); };
     if (key == "rank") out.rank = num();
     if (key == "nranks") out.nranks = num();
     if (key == "cudaDev") out.cuda_dev = num();
     if (key == "comm") out.comm = std::string(value);
     if (key == "commId") out.comm_id = std::string(value);
+    key = value;
   }
   if (out.rank < 0 || out.nranks <= 0) return std::nullopt;
   return out;
