@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "agent/collector.h"
+#include "agent/nccl_task.h"
 #include "agent/node_tasks.h"
 #include "agent/probe_task.h"
 #include "gpu/inventory.h"
@@ -23,11 +24,9 @@ void Log(const std::string& what) {
 }
 
 std::map<std::string, Schedule> DefaultSchedules() {
-  return {{"rdma", {seconds(15), seconds(5)}},
-          {"fabric", {seconds(10), seconds(5)}},
-          {"gpu", {seconds(30), seconds(15)}},
-          {"storage", {seconds(30), seconds(10)}},
-          {"storage-probe", {seconds(60), seconds(20)}}};
+  return {{"rdma", {seconds(15), seconds(5)}},           {"fabric", {seconds(10), seconds(5)}},
+          {"gpu", {seconds(30), seconds(15)}},           {"storage", {seconds(30), seconds(10)}},
+          {"storage-probe", {seconds(60), seconds(20)}}, {"nccl", {seconds(30), seconds(10)}}};
 }
 
 Agent::Agent(AgentOptions options)
@@ -63,6 +62,7 @@ Status Agent::Discover() {
   add(FabricTask(options_.root, options_.fabric), "fabric");
   add(GpuTask(options_.root, node), "gpu");
   add(StorageTask(options_.root, node), "storage");
+  add(NcclLogTask(options_.root), "nccl");
   for (const auto& path : options_.probe_paths) {
     ProbeTaskOptions p;
     p.path = path;

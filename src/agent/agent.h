@@ -25,7 +25,7 @@ struct Schedule {
   std::chrono::milliseconds timeout;
 };
 
-// The task names and their default schedules (rdma, fabric, gpu, storage, storage-probe).
+// The task names and their default schedules (rdma, fabric, gpu, storage, storage-probe, nccl).
 std::map<std::string, Schedule> DefaultSchedules();
 
 struct AgentOptions {

@@ -240,6 +240,45 @@ TEST(AgentCliTest, AHungSharedFilesystemIsUnknownWithinTheDeadlineWhileMetricsAn
   EXPECT_LT(SteadyClock::now() - start, milliseconds(1500));
 }
 
+// A pod's container log in the kubelet's layout, each line in the CRI format.
+void WritePodLog(const std::string& root, const std::string& pod_dir, const std::string& fixture) {
+  std::string dir = root + "/var/log/pods/" + pod_dir + "/trainer";
+  fs::create_directories(dir);
+  std::ifstream in(kSource + "/src/nccl/testdata/" + fixture);
+  std::ofstream out(dir + "/0.log");
+  std::string line;
+  while (std::getline(in, line)) out << "2026-11-30T00:00:00.000000000Z stdout F " << line << "\n";
+}
+
+// The agent reads the NCCL logs of the pods on its node as they grow: on a node with ACTIVE RDMA
+// ports, a pod whose ranks went over sockets is nccl.transport.socket, named by pod.
+TEST(AgentCliTest, PodLogsShowWhichPodFellBackToSockets) {
+  std::string root = CopyFixtureNode("ib-healthy");
+  WritePodLog(root, "ml_good-0_0a1b", "ib-2.18.log");
+  AgentProcess a(Base(root, {"--reconcile", "100ms"}));
+  ASSERT_GT(a.port(), 0) << a.err();
+  const std::string socket = "tocsin_check_status{check=\"nccl.transport.socket\",task=\"nccl\"}";
+  std::string text;
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, socket) == 1; },
+                               seconds(20), &text))
+      << text << a.err();
+  EXPECT_NE(text.find("tocsin_nccl_process_info{namespace=\"ml\",pod=\"good-0\","
+                      "container=\"trainer\""),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("transport=\"Socket\""), std::string::npos) << text;
+
+  WritePodLog(root, "ml_llama-0_9f8e", "socket-2.12.log");  // a new pod starts on the node
+  a.Signal(SIGHUP);
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, socket) == 0; },
+                               seconds(20), &text))
+      << text << a.err();
+  EXPECT_NE(text.find("pod=\"llama-0\",container=\"trainer\",host=\"vm-1\""), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("transport=\"Socket\""), std::string::npos) << text;
+  fs::remove_all(root);
+}
+
 TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
   std::string dir = TempDir("agent-config");
   std::ofstream(dir + "/agent.yaml") << "# tocsin agent\n"
@@ -277,7 +316,7 @@ TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
       << bad.err;
   bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--interval", "nosuch=1s"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("TASK one of fabric, gpu, rdma, storage, storage-probe"),
+  EXPECT_NE(bad.err.find("TASK one of fabric, gpu, nccl, rdma, storage, storage-probe"),
             std::string::npos)
       << bad.err;
   bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--tcp-busy-above", "-5"});

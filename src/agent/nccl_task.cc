@@ -1,0 +1,194 @@
+#include "agent/nccl_task.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "agent/families.h"
+#include "nccl/analyzer.h"
+#include "rdma/inventory.h"
+#include "sys/env.h"
+
+namespace tocsin::agent {
+namespace {
+
+constexpr const char* kPodLogs = "/var/log/pods";
+constexpr size_t kChunk = 1 << 20;
+
+// The checks a pod's log can fail (nccl.log.no-debug is left out: most pods are not NCCL jobs).
+const std::set<std::string> kChecks = {"nccl.transport.socket", "nccl.transport.mixed",
+                                       "nccl.init.failed", "nccl.env.risky", "nccl.wrong"};
+
+struct LogFile {
+  std::string ns, pod, container;
+  ino_t inode = 0;
+  uint64_t offset = 0;  // bytes consumed (up to the last complete line)
+  std::string partial;  // an unterminated last line, completed by the next read
+  std::unique_ptr<nccl::Analyzer> analyzer;
+  bool rdma_expected = false;
+};
+
+struct State {
+  std::mutex mu;                         // runs never overlap; the lock documents it
+  std::map<std::string, LogFile> files;  // by path under the root
+};
+
+// "<ns>_<pod>_<uid>": the namespace has no '_' and the uid none either.
+bool SplitPodDir(const std::string& dir, LogFile& f) {
+  size_t first = dir.find('_');
+  size_t last = dir.rfind('_');
+  if (first == std::string::npos || last == first) return false;
+  f.ns = dir.substr(0, first);
+  f.pod = dir.substr(first + 1, last - first - 1);
+  return true;
+}
+
+// Reads what is new in `path` (on the host, under `root`) into the file's analyzer.
+Status ReadNew(const std::string& host_path, LogFile& f, uint64_t budget) {
+  int fd = ::open(host_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError(host_path + ": cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status::IoError(host_path + ": cannot stat");
+  }
+  if (st.st_ino != f.inode || static_cast<uint64_t>(st.st_size) < f.offset) {
+    // Rotated or truncated: a new file from its start, analysed afresh.
+    f.inode = st.st_ino;
+    f.offset = 0;
+    f.partial.clear();
+    nccl::Options o;
+    o.expect_rdma = f.rdma_expected;
+    f.analyzer = std::make_unique<nccl::Analyzer>(o);
+    f.analyzer->BeginInput(f.ns + "/" + f.pod + "/" + f.container);
+  }
+  std::string buf(kChunk, '\0');
+  uint64_t read_now = 0;
+  while (read_now < budget) {
+    ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(f.offset));
+    if (n <= 0) break;
+    std::string_view chunk(buf.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    while (true) {
+      size_t nl = chunk.find('\n', start);
+      if (nl == std::string_view::npos) break;
+      std::string_view line = chunk.substr(start, nl - start);
+      if (!f.partial.empty()) {
+        f.partial.append(line);
+        f.analyzer->FeedLine(f.partial);
+        f.partial.clear();
+      } else {
+        f.analyzer->FeedLine(line);
+      }
+      start = nl + 1;
+    }
+    if (f.partial.size() + (chunk.size() - start) <= 64 << 10) {
+      f.partial.append(chunk.substr(start));  // wait for the rest of this line
+    } else {
+      f.partial.clear();  // an endless line: drop it, as `tocsin nccl` cuts long lines
+    }
+    f.offset += static_cast<uint64_t>(n);
+    read_now += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+}  // namespace
+
+TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
+  TaskSpec t;
+  t.name = "nccl";
+  t.checks = {kChecks.begin(), kChecks.end()};
+  auto state = std::make_shared<State>();
+  t.run = [root, max_bytes_per_run, state]() -> Result<TaskOutput> {
+    std::lock_guard<std::mutex> lock(state->mu);
+    auto env = NewRootedEnv(root);
+    // The fallback is only a fault where there is a fabric to fall back from.
+    bool rdma_here = false;
+    for (const auto& d : rdma::ScanDevices(*env).devices) {
+      for (const auto& p : d.ports) rdma_here |= p.active();
+    }
+    TaskOutput out;
+    auto pods = env->ListDir(kPodLogs);
+    if (!pods.ok()) {
+      if (pods.status().code() == StatusCode::kNotFound) {
+        state->files.clear();
+        return out;  // no pod logs here (not a kubelet node, or not mounted): nothing to read
+      }
+      return pods.status();
+    }
+    std::set<std::string> seen;
+    for (const auto& pod_dir : *pods) {
+      LogFile id;
+      if (!SplitPodDir(pod_dir, id)) continue;
+      std::string pod_path = std::string(kPodLogs) + "/" + pod_dir;
+      auto containers = env->ListDir(pod_path);
+      if (!containers.ok()) continue;
+      for (const auto& c : *containers) {
+        auto logs = env->ListDir(pod_path + "/" + c);
+        if (!logs.ok()) continue;
+        for (const auto& name : *logs) {
+          if (name.size() < 5 || name.compare(name.size() - 4, 4, ".log") != 0) continue;
+          std::string path = pod_path + "/" + c + "/" + name;
+          auto real = env->RealPath(path);
+          if (!real.ok()) continue;
+          seen.insert(path);
+          LogFile& f = state->files[path];
+          if (f.pod.empty()) {
+            f.ns = id.ns;
+            f.pod = id.pod;
+            f.container = c;
+          }
+          if (f.rdma_expected != rdma_here) {
+            f.rdma_expected = rdma_here;
+            f.inode = 0;  // re-read with the new expectation
+          }
+          std::string host_path = root == "/" ? *real : root + *real;
+          if (Status st = ReadNew(host_path, f, max_bytes_per_run); !st.ok()) continue;
+        }
+      }
+    }
+    for (auto it = state->files.begin(); it != state->files.end();) {
+      it = seen.count(it->first) ? std::next(it) : state->files.erase(it);  // pod gone
+    }
+    Families fam;
+    for (const auto& [path, f] : state->files) {
+      if (!f.analyzer || f.analyzer->processes().empty()) continue;
+      Labels pod = {{"namespace", f.ns}, {"pod", f.pod}, {"container", f.container}};
+      for (const auto& [key, p] : f.analyzer->processes()) {
+        Labels l = pod;
+        l.push_back({"host", p.host});
+        l.push_back({"pid", std::to_string(p.pid)});
+        l.push_back({"transport", p.TransportLabel()});
+        l.push_back({"network", p.network});
+        fam.Family("tocsin_nccl_process_info",
+                   "Constant 1 per NCCL process in a pod's log on this node: the network its "
+                   "inter-node traffic used (IB, Socket, ...) and the one it chose at init.",
+                   prometheus::MetricType::Gauge)
+            .Add(std::move(l), 1);
+      }
+      for (Finding finding : f.analyzer->Findings()) {
+        if (!kChecks.count(finding.check)) continue;
+        finding.subject = f.ns + "/" + f.pod + ": " + finding.subject;
+        finding.evidence["namespace"] = f.ns;
+        finding.evidence["pod"] = f.pod;
+        finding.evidence["container"] = f.container;
+        out.findings.push_back(std::move(finding));
+      }
+    }
+    fam.Family("tocsin_nccl_log_files", "Pod log files the nccl task follows on this node.",
+               prometheus::MetricType::Gauge)
+        .Add({}, static_cast<double>(state->files.size()));
+    out.families = fam.Take();
+    return out;
+  };
+  return t;
+}
+
+}  // namespace tocsin::agent

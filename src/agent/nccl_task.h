@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+
+#include "agent/scheduler.h"
+
+namespace tocsin::agent {
+
+// The `nccl` task: reads the container logs of the pods on this node as they grow
+// (`<root>/var/log/pods/<namespace>_<pod>_<uid>/<container>/<n>.log`, the kubelet's CRI log
+// layout) with `tocsin nccl`'s analyzer, one per log file, from where the last run stopped
+// (at most `max_bytes_per_run` per file and run; a rotated or truncated file starts over).
+// While this node has an ACTIVE RDMA port, a rank that reached other nodes over sockets is
+// `nccl.transport.socket`: the silent fallback, named by pod. Also nccl.transport.mixed,
+// nccl.init.failed, nccl.env.risky and nccl.wrong (nccl-tests output in a pod's log).
+TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run = 64ull << 20);
+
+}  // namespace tocsin::agent
