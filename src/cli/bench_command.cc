@@ -104,8 +104,9 @@ int RunNet(const NetFlags& f) {
   // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
     if (finding.check != "net.rank.failed" && finding.check != "net.transport.not-rdma") continue;
-    std::cerr << "tocsin: bench net rank " << o.world.rank << ": " << finding.check << ": "
-              << finding.message << "\n";
+    // One write per line: local ranks share the terminal (or a pod's log) and must not interleave.
+    std::cerr << ("tocsin: bench net rank " + std::to_string(o.world.rank) + ": " + finding.check +
+                  ": " + finding.message + "\n");
   }
   return ExitCodeFor(*report, ParseSeverity(f.report.fail_on).value_or(Severity::kError),
                      f.report.observe_only);
@@ -147,8 +148,8 @@ int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
     code = f.report.Emit(result->report);
   } else {
     for (const auto& finding : result->report.findings) {
-      std::cerr << "tocsin: bench storage rank " << rank << ": " << finding.check << ": "
-                << finding.message << "\n";
+      std::cerr << ("tocsin: bench storage rank " + std::to_string(rank) + ": " + finding.check +
+                    ": " + finding.message + "\n");
     }
     code = ExitCodeFor(result->report, ParseSeverity(f.report.fail_on).value_or(Severity::kError),
                        f.report.observe_only);

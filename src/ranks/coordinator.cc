@@ -224,6 +224,10 @@ void Coordinator::Rounds() {
       AbortAll(verdict, culprit);
       return;
     }
+    // poll's millisecond timeout can end just before the deadline it was computed from: wait
+    // out the rest rather than blaming every rank of a round whose deadline has not come (this
+    // is how a hung rank was once reported as "ranks 0, 1, 2, 3 did not reach step 2").
+    if (r == 0 && (!deadline || SteadyClock::now() < *deadline)) continue;
     if (r == 0) {
       std::vector<int> late;
       bool leaving = false;

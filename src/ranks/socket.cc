@@ -33,7 +33,8 @@ Status WaitFd(int fd, short events, Deadline deadline, const std::string& what, 
 }  // namespace
 
 int MillisLeft(Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  // Rounded up: a wait that wakes before its deadline would look like one that timed out early.
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
   if (left.count() <= 0) return 0;
   return left.count() > 1 << 30 ? 1 << 30 : static_cast<int>(left.count());
 }
