@@ -62,7 +62,6 @@ class Agent {
   void Shutdown();
 
   int port() const { return server_ ? server_->port() : 0; }
-  const std::vector<TaskSpec>& tasks() const { return tasks_; }
 
   class Collector;  // renders tasks, checks, conditions and the agent itself on each scrape
 

@@ -106,7 +106,6 @@ TaskSpec FabricTask(const std::string& root, FabricOptions options) {
       if (n.is_virtual || !n.is_ethernet()) continue;
       // Physical Ethernet: where NCCL's socket transport goes (RoCE netdevs included: RDMA
       // traffic bypasses their netdev counters, socket traffic does not).
-      ++s.ethernet_netdevs;
       s.ethernet_bytes += n.rx_bytes.value_or(0) + n.tx_bytes.value_or(0);
     }
     FabricWatch::Verdict v = watch->Add(s);

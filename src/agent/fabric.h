@@ -25,7 +25,6 @@ struct FabricSample {
   int active_rdma_ports = 0;
   std::optional<uint64_t> rdma_bytes;  // sum of rx + tx data bytes of active ports
   uint64_t ethernet_bytes = 0;         // sum of rx + tx bytes of physical Ethernet netdevs
-  int ethernet_netdevs = 0;
 };
 
 // Pure: turns successive samples into rates and the verdict. Counters that went backwards (a

@@ -14,7 +14,6 @@ FabricSample Sample(int t, uint64_t rdma, uint64_t eth, int ports = 4) {
   s.active_rdma_ports = ports;
   s.rdma_bytes = rdma;
   s.ethernet_bytes = eth;
-  s.ethernet_netdevs = 1;
   return s;
 }
 
