@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -44,7 +45,18 @@ std::vector<pid_t> StartLocalRanks(int n, const std::string& coordinator,
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
-    std::string env_token = "TOCSIN_BENCH_TOKEN=" + token;
+    // The environment is built here: between fork and exec the child of this multi-threaded
+    // process may only make async-signal-safe calls. (It used putenv, which can allocate: under
+    // ASan, whose allocator lock another thread may hold at fork, a rank then hung before exec
+    // and "did not join".)
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "TOCSIN_BENCH_TOKEN=", 19) != 0) env.emplace_back(*e);
+    }
+    env.push_back("TOCSIN_BENCH_TOKEN=" + token);
+    std::vector<char*> cenv;
+    for (auto& e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -52,8 +64,7 @@ std::vector<pid_t> StartLocalRanks(int n, const std::string& coordinator,
       if (getppid() != parent) _exit(1);
       int devnull = open("/dev/null", O_WRONLY);
       dup2(devnull, 1);
-      putenv(env_token.data());
-      execv("/proc/self/exe", cargv.data());
+      execve("/proc/self/exe", cargv.data(), cenv.data());
       _exit(127);
     }
     if (pid > 0) pids.push_back(pid);
