@@ -1,4 +1,5 @@
-// The NCCL line parser: ParseLogLine on each line, every message parser on its message, and the
+// The NCCL line parser: ParseLogLine on each line (and LineParser, whose header memo must give
+// the same fields: a difference traps), every message parser on its message, and the
 // nccl-tests parser on the same lines (the analyzer's own logic is covered by unit tests; its
 // JSON building would drown libFuzzer in features of header-only library code).
 #include <cstddef>
@@ -15,10 +16,18 @@ using namespace tocsin::nccl;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   PerfParser perf;
+  LineParser memo;
   for (auto line : tocsin::Split(text, '\n')) {
     perf.Feed(line);
     auto parsed = ParseLogLine(line);
+    auto memoized = memo.Parse(line);
+    if (parsed.has_value() != memoized.has_value()) __builtin_trap();
     if (!parsed) continue;
+    if (parsed->kind != memoized->kind || parsed->host != memoized->host ||
+        parsed->pid != memoized->pid || parsed->tid != memoized->tid ||
+        parsed->cuda_dev != memoized->cuda_dev || parsed->message != memoized->message) {
+      __builtin_trap();
+    }
     std::string_view msg = parsed->message;
     ParseUsingNetwork(msg);
     ParseIbDevices(msg);

@@ -38,10 +38,24 @@ constexpr RiskySetting kRisky[] = {
 
 // A process that re-creates its communicator logs the same rank again: keep one.
 void AddRank(Process& p, const InitComplete& init) {
-  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const InitComplete& r) {
+  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const Rank& r) {
     return r.rank == init.rank && r.nranks == init.nranks && r.comm_id == init.comm_id;
   });
-  if (!known && p.ranks.size() < kMaxListItems) p.ranks.push_back(init);
+  if (!known && p.ranks.size() < kMaxListItems) {
+    p.ranks.push_back({init.rank, init.nranks, init.cuda_dev, std::string(init.comm_id)});
+  }
+}
+
+void AddRank(Process& p, const Rank& r) {
+  AddRank(p, InitComplete{r.rank, r.nranks, r.cuda_dev, {}, r.comm_id});
+}
+
+inline bool SameText(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
 std::string RankList(const Process& p) {
@@ -131,7 +145,7 @@ Process& Analyzer::LookUp(std::string_view host, int64_t pid) {
 void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events) {
   if (inputs_.empty()) BeginInput("-");
   InputStats& in = inputs_.back();
-  auto parsed = ParseLogLine(line);
+  auto parsed = parser_.Parse(line);
   if (!parsed) {
     if (perf_enabled_) {
       perf_.Feed(line);
@@ -146,7 +160,13 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
     if (parsed->kind == LineKind::kInfo) info_lines_++;
     return;
   }
-  Process& p = ProcessFor(parsed->host, parsed->pid);
+  // Lines of one thread come in bursts: the parser says when this is the memo's process again.
+  Process* current = memo_process_;
+  if (!parser_.same_header() || current == nullptr) {
+    current = &ProcessFor(parsed->host, parsed->pid);
+    if (parser_.header_memoized()) memo_process_ = current;
+  }
+  Process& p = *current;
   if (parsed->kind == LineKind::kWarn) {
     p.warning_count++;
     PushCapped(p.warnings, std::string(parsed->message), kMaxWarnings);
@@ -159,9 +179,12 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
 void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events) {
   // Most frequent first: a big log is mostly channel lines.
   if (auto ch = ParseChannel(msg)) {
-    if (ch->transport == "NET") {
-      auto it = p.net_channels.find(ch->net);
+    if (ch->link == Link::kNet) {
+      // A process has one or two plugins: a scan with an inline compare beats the tree's.
+      auto it = std::find_if(p.net_channels.begin(), p.net_channels.end(),
+                             [&](const auto& entry) { return SameText(entry.first, ch->net); });
       if (it == p.net_channels.end()) {
+        if (p.net_channels.size() >= kMaxListItems) return;  // garbage: keep memory bounded
         it = p.net_channels.emplace(std::string(ch->net), 0).first;
       }
       it->second++;
@@ -170,7 +193,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
         p.follow_net_reported = true;
         events->push_back(FollowEvent(p, "inter-node transport"));
       }
-    } else if (ch->transport == "P2P" || ch->transport == "SHM") {
+    } else if (ch->link == Link::kIntraNode) {
       p.intra_channels++;
     }
     return;

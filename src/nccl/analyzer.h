@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/finding.h"
+#include "nccl/log_line.h"
 #include "nccl/messages.h"
 #include "nccl/perf_output.h"
 
@@ -19,6 +20,14 @@ struct Options {
   bool expect_rdma = false;         // --expect rdma
   bool expect_gdr = false;          // --expect-gdr
   std::optional<double> min_busbw;  // --min-busbw (GB/s)
+};
+
+// A rank of one communicator, from an "Init COMPLETE" line.
+struct Rank {
+  int rank = -1;
+  int nranks = -1;
+  int cuda_dev = -1;
+  std::string comm_id;  // 2.19+; empty before
 };
 
 // What one NCCL process (host, pid) said about itself. Every list is capped, so memory stays
@@ -33,7 +42,7 @@ struct Process {
   bool ib_no_device = false;
   std::vector<std::string> plugin_failures;
   std::string ofi_provider;
-  std::vector<InitComplete> ranks;
+  std::vector<Rank> ranks;
   std::map<std::string, uint64_t, std::less<>> net_channels;  // plugin -> NET channel lines
   uint64_t gdr_channels = 0;
   uint64_t intra_channels = 0;  // P2P / SHM
@@ -103,9 +112,11 @@ class Analyzer {
     std::string host;
     Process* process = nullptr;
   };
-  static constexpr size_t kCacheSlots = 256;
+  static constexpr size_t kCacheSlots = 1024;
 
   Options options_;
+  LineParser parser_;
+  Process* memo_process_ = nullptr;  // the process of the header in parser_'s memo
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(kCacheSlots);
   std::vector<InputStats> inputs_;
   std::map<std::pair<std::string, int64_t>, Process> processes_;

@@ -68,34 +68,137 @@ bool ParseHeader(std::string_view line, size_t end, LogLine& out) {
   return false;
 }
 
-}  // namespace
+// The common layout, read right to left from the keyword at `at` with no library calls (this runs
+// once per NCCL line of logs that may be gigabytes): "host:pid:tid [dev] NCCL ...". False for
+// anything else (a WARN line's "file:line (func)", spaces inside the brackets), which the general
+// ParseHeader then handles with the same result.
+// Sets *start to where the host begins.
+bool ParseHeaderFast(std::string_view line, size_t at, LogLine& out, size_t* start) {
+  const char* s = line.data();
+  size_t i = at;
+  while (i > 0 && s[i - 1] == ' ') --i;
+  if (i == 0 || s[i - 1] != ']') return false;
+  --i;
+  // Reads the decimal that ends at s[i - 1], moving i to its first digit.
+  auto digits_back = [&](int64_t& value) {
+    size_t end = i;
+    int64_t scale = 1;
+    value = 0;
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9' && end - i < 18) {
+      value += (s[i - 1] - '0') * scale;
+      scale *= 10;
+      --i;
+    }
+    return i < end && !(i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9');
+  };
+  int64_t dev = 0;
+  int64_t tid = 0;
+  int64_t pid = 0;
+  if (!digits_back(dev) || i == 0 || s[i - 1] != '[') return false;
+  --i;
+  while (i > 0 && IsSpace(s[i - 1])) --i;
+  if (!digits_back(tid) || i == 0 || s[i - 1] != ':') return false;
+  --i;
+  if (!digits_back(pid) || i == 0 || s[i - 1] != ':') return false;
+  size_t host_end = --i;
+  while (i > 0 && !IsSpace(s[i - 1]) && s[i - 1] != ':' && s[i - 1] != ']') --i;
+  if (i == host_end) return false;
+  out.host = line.substr(i, host_end - i);
+  out.pid = pid;
+  out.tid = tid;
+  out.cuda_dev = static_cast<int>(dev);
+  *start = i;
+  return true;
+}
 
-std::optional<LogLine> ParseLogLine(std::string_view line) {
-  static constexpr std::string_view kInfo = "NCCL INFO";
-  static constexpr std::string_view kWarn = "NCCL WARN";
+// Where "NCCL " starts at or after `from`: memchr for the rare 'N', then a fixed-size compare.
+size_t FindKeyword(std::string_view line, size_t from) {
+  const char* s = line.data();
+  while (from + 5 <= line.size()) {
+    const void* n = std::memchr(s + from, 'N', line.size() - from - 4);
+    if (n == nullptr) return std::string_view::npos;
+    size_t at = static_cast<size_t>(static_cast<const char*>(n) - s);
+    if (std::memcmp(s + at + 1, "CCL ", 4) == 0) return at;
+    from = at + 1;
+  }
+  return std::string_view::npos;
+}
+
+std::string_view TrimMessage(std::string_view m) {
+  size_t b = 0;
+  size_t e = m.size();
+  auto blank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };  // as Trim
+  while (b < e && blank(m[b])) ++b;
+  while (e > b && blank(m[e - 1])) --e;
+  return m.substr(b, e - b);
+}
+
+// The header of line at `at`, from the memo when the bytes before the keyword are the memo's
+// header and the byte before that stops ParseHeaderFast's host scan (so it would read the same).
+bool ParseHeaderMemo(std::string_view line, size_t at, LogLine& out, LineParser::Memo* memo) {
+  const std::string& h = memo->header;
+  if (!h.empty() && at >= h.size() &&
+      std::memcmp(line.data() + at - h.size(), h.data(), h.size()) == 0) {
+    size_t before = at - h.size();
+    if (before == 0 || IsSpace(line[before - 1]) || line[before - 1] == ':' ||
+        line[before - 1] == ']') {
+      out.host = std::string_view(h).substr(0, memo->host_size);
+      out.pid = memo->pid;
+      out.tid = memo->tid;
+      out.cuda_dev = memo->cuda_dev;
+      memo->same = true;
+      memo->last = true;
+      return true;
+    }
+  }
+  size_t start = 0;
+  if (!ParseHeaderFast(line, at, out, &start)) return false;
+  memo->header.assign(line.data() + start, at - start);
+  memo->host_size = out.host.size();
+  memo->pid = out.pid;
+  memo->tid = out.tid;
+  memo->cuda_dev = out.cuda_dev;
+  out.host = std::string_view(memo->header).substr(0, memo->host_size);
+  memo->last = true;
+  return true;
+}
+
+std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo) {
   static constexpr std::string_view kVersion = "NCCL version ";
-  size_t at = line.find("NCCL ");
+  if (memo != nullptr) memo->same = memo->last = false;
+  size_t at = FindKeyword(line, 0);
   while (at != std::string_view::npos) {
     std::string_view rest = line.substr(at);
     LogLine out;
-    bool info = rest.substr(0, kInfo.size()) == kInfo;
-    bool warn = !info && rest.substr(0, kWarn.size()) == kWarn;
+    bool info = rest.size() >= 9 && std::memcmp(rest.data() + 5, "INFO", 4) == 0;
+    bool warn = !info && rest.size() >= 9 && std::memcmp(rest.data() + 5, "WARN", 4) == 0;
     if (info || warn) {
       out.kind = info ? LineKind::kInfo : LineKind::kWarn;
-      out.message = Trim(rest.substr(kInfo.size()));
-      if (!ParseHeader(line, at, out)) {
+      out.message = TrimMessage(rest.substr(9));
+      size_t start = 0;
+      bool header = memo != nullptr ? ParseHeaderMemo(line, at, out, memo)
+                                    : ParseHeaderFast(line, at, out, &start);
+      if (!header && !ParseHeader(line, at, out)) {
         out.host = {};  // keyword without a recognisable header: still an NCCL line
       }
       return out;
     }
     if (rest.substr(0, kVersion.size()) == kVersion) {
       out.kind = LineKind::kVersion;
-      out.message = Trim(rest);
+      out.message = TrimMessage(rest);
       return out;
     }
-    at = line.find("NCCL ", at + 5);
+    at = FindKeyword(line, at + 5);
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<LogLine> ParseLogLine(std::string_view line) { return Parse(line, nullptr); }
+
+std::optional<LogLine> LineParser::Parse(std::string_view line) {
+  return nccl::Parse(line, &memo_);
 }
 
 }  // namespace tocsin::nccl

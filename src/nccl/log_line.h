@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace tocsin::nccl {
@@ -23,5 +24,32 @@ struct LogLine {
 // "host:pid:tid [dev]" are skipped. WARN lines carry "file:line [(func)]" before the keyword.
 // nullopt for any other line.
 std::optional<LogLine> ParseLogLine(std::string_view line);
+
+// ParseLogLine with a memo of the last header: NCCL prints in bursts per thread, so a line whose
+// bytes before the keyword are the last line's "host:pid:tid [dev] " reuses its fields instead of
+// parsing them again. Same results as ParseLogLine, except that `host` points into the parser
+// (valid until the next Parse).
+class LineParser {
+ public:
+  std::optional<LogLine> Parse(std::string_view line);
+  // True when the last Parse reused the memo: the same host, pid and thread as the line whose
+  // header the memo holds.
+  bool same_header() const { return memo_.same; }
+  // True when the memo now holds the last line's header (reused or just stored).
+  bool header_memoized() const { return memo_.last; }
+
+  struct Memo {
+    std::string header;  // from the host up to the keyword
+    size_t host_size = 0;
+    int64_t pid = -1;
+    int64_t tid = -1;
+    int cuda_dev = -1;
+    bool same = false;
+    bool last = false;
+  };
+
+ private:
+  Memo memo_;
+};
 
 }  // namespace tocsin::nccl

@@ -72,5 +72,43 @@ TEST(LogLineTest, OtherLinesAndGarbage) {
   EXPECT_TRUE(binary->host.empty());
 }
 
+// The memo reuses a header only when ParseLogLine would read the same one.
+TEST(LogLineTest, LineParserMemoGivesTheSameFieldsAsParseLogLine) {
+  const char* lines[] = {
+      "node-a:1:2 [0] NCCL INFO Using network IB",
+      "node-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
+      "2026-11-29T10:00:01.1Z stdout F node-a:1:2 [0] NCCL INFO Using network IB",
+      "xnode-a:1:2 [0] NCCL INFO Using network IB",  // same bytes, longer host
+      "[0]node-a:1:2 [0] NCCL INFO Using network IB",
+      "b:node-a:1:2 [0] NCCL INFO Using network IB",
+      "node-a:1:3 [0] NCCL INFO Using network IB",
+      "node-a:11:2 [0] NCCL INFO Using network IB",
+      "node-a:1:2 [0] init.cc:12 NCCL WARN boom",
+      "NCCL version 2.18.3+cuda12.2",
+      "node-a:1:2 [0]  NCCL INFO two spaces",
+      "node-a:1:2 [ 0 ] NCCL INFO spaced brackets",
+      "node-a:1:2 [0] NCCL INFO Using network IB",
+      "garbage NCCL INFO no header",
+      "node-a:1:2 [0] NCCL INFO Using network IB",
+  };
+  LineParser parser;
+  int reused = 0;
+  for (const char* text : lines) {
+    SCOPED_TRACE(text);
+    auto plain = ParseLogLine(text);
+    auto memo = parser.Parse(text);
+    ASSERT_EQ(plain.has_value(), memo.has_value());
+    if (!plain) continue;
+    EXPECT_EQ(plain->kind, memo->kind);
+    EXPECT_EQ(plain->host, memo->host);
+    EXPECT_EQ(plain->pid, memo->pid);
+    EXPECT_EQ(plain->tid, memo->tid);
+    EXPECT_EQ(plain->cuda_dev, memo->cuda_dev);
+    EXPECT_EQ(plain->message, memo->message);
+    reused += parser.same_header() ? 1 : 0;
+  }
+  EXPECT_EQ(reused, 4);  // the second line, the CRI-prefixed one, the "b:" one, the last
+}
+
 }  // namespace
 }  // namespace tocsin::nccl

@@ -7,12 +7,24 @@
 namespace tocsin::nccl {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+// Inline with a literal: a loop the compiler unrolls, not a library call (the channel lines
+// these test are most of a big log).
+template <size_t N>
+inline bool StartsWith(std::string_view s, const char (&p)[N]) {
+  if (s.size() < N - 1) return false;
+  for (size_t i = 0; i + 1 < N; ++i) {
+    if (s[i] != p[i]) return false;
+  }
+  return true;
+}
+inline bool StartsWith(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // Reads a decimal int (at most 9 digits) at s[i], advancing i.
-std::optional<int> ReadInt(std::string_view s, size_t& i) {
+inline std::optional<int> ReadInt(std::string_view s, size_t& i) {
   size_t start = i;
   int v = 0;
   while (i < s.size() && IsDigit(s[i]) && i - start < 9) v = v * 10 + (s[i++] - '0');
@@ -21,13 +33,13 @@ std::optional<int> ReadInt(std::string_view s, size_t& i) {
 }
 
 // "0[0]" / "2[c7000]" / "7": rank with an optional bracketed device.
-std::optional<int> ReadRank(std::string_view s, size_t& i) {
+inline std::optional<int> ReadRank(std::string_view s, size_t& i) {
   auto rank = ReadInt(s, i);
   if (!rank) return std::nullopt;
   if (i < s.size() && s[i] == '[') {
-    size_t close = s.find(']', i);
-    if (close == std::string_view::npos) return std::nullopt;
-    i = close + 1;
+    while (i < s.size() && s[i] != ']') ++i;
+    if (i == s.size()) return std::nullopt;
+    ++i;
   }
   return rank;
 }
@@ -129,9 +141,9 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   auto skip_spaces = [&] {
     while (i < msg.size() && msg[i] == ' ') ++i;
   };
-  auto expect = [&](std::string_view word) {
-    if (msg.substr(i, word.size()) != word) return false;
-    i += word.size();
+  auto expect = [&](const auto& word) {  // a literal
+    if (!StartsWith(msg.substr(i), word)) return false;
+    i += sizeof(word) - 1;
     return true;
   };
   while (i < msg.size() && msg[i] != ' ') ++i;  // "00/0"
@@ -157,22 +169,26 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   std::string_view path = msg.substr(i);
   if (StartsWith(path, "NET/")) {
     ch.transport = "NET";
+    ch.link = Link::kNet;
     std::string_view rest = path.substr(4);
     // The plugin name ends at the "/<device index>" that follows it; names may hold spaces.
     size_t k = 0;
-    while ((k = rest.find('/', k)) != std::string_view::npos) {
-      if (k + 1 < rest.size() && IsDigit(rest[k + 1])) break;
-      ++k;
-    }
-    if (k == std::string_view::npos) return std::nullopt;
+    while (k + 1 < rest.size() && !(rest[k] == '/' && IsDigit(rest[k + 1]))) ++k;
+    if (k + 1 >= rest.size()) return std::nullopt;
     ch.net = rest.substr(0, k);
-    ch.gdr = rest.find("/GDRDMA", k) != std::string_view::npos;
+    // "/GDRDMA" follows the device index (and "/Shared" or a proxy suffix may follow it).
+    for (size_t g = k + 1; g + 7 <= rest.size() && !ch.gdr; ++g) {
+      ch.gdr = rest[g] == '/' && StartsWith(rest.substr(g), "/GDRDMA");
+    }
   } else if (StartsWith(path, "P2P/")) {
     ch.transport = "P2P";
+    ch.link = Link::kIntraNode;
   } else if (StartsWith(path, "SHM/") || StartsWith(path, "direct shared memory")) {
     ch.transport = "SHM";
+    ch.link = Link::kIntraNode;
   } else if (StartsWith(path, "COLLNET/")) {
     ch.transport = "COLLNET";
+    ch.link = Link::kCollNet;
   } else {
     ch.transport = path.substr(0, path.find('/'));
   }
@@ -181,14 +197,18 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
 
 std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
   static constexpr std::string_view kSuffix = "Init COMPLETE";
-  std::string_view t = Trim(msg);
-  if (t.size() < kSuffix.size() || t.substr(t.size() - kSuffix.size()) != kSuffix) {
+  auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  size_t end = msg.size();
+  while (end > 0 && space(msg[end - 1])) --end;
+  // The last byte first: most messages that reach here are not Init lines.
+  if (end < kSuffix.size() || msg[end - 1] != 'E' ||
+      msg.substr(end - kSuffix.size(), kSuffix.size()) != kSuffix) {
     return std::nullopt;
   }
+  std::string_view t = msg.substr(0, end);
   InitComplete out;
   // Each whitespace-separated token with the one after it (no token vector: a job's log has a
   // line like this per rank and communicator).
-  auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
   auto next_token = [&t, &space](size_t& pos) {
     while (pos < t.size() && space(t[pos])) ++pos;
     size_t start = pos;
@@ -200,12 +220,24 @@ std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
   while (!key.empty()) {
     std::string_view value = next_token(pos);
     if (value.empty()) break;
-    auto num = [&] { return static_cast<int>(ParseInt64(value).value_or(-1)); };
-    if (key == "rank") out.rank = num();
-    if (key == "nranks") out.nranks = num();
-    if (key == "cudaDev") out.cuda_dev = num();
-    if (key == "comm") out.comm = std::string(value);
-    if (key == "commId") out.comm_id = std::string(value);
+    auto num = [&] {
+      size_t i = 0;
+      auto v = ReadInt(value, i);
+      return v && i == value.size() ? *v : -1;
+    };
+    switch (key.size()) {  // keys by length, then content: most tokens are values
+      case 4:
+        if (key == "rank") out.rank = num();
+        if (key == "comm") out.comm = value;
+        break;
+      case 6:
+        if (key == "nranks") out.nranks = num();
+        if (key == "commId") out.comm_id = value;
+        break;
+      case 7:
+        if (key == "cudaDev") out.cuda_dev = num();
+        break;
+    }
     key = value;
   }
   if (out.rank < 0 || out.nranks <= 0) return std::nullopt;

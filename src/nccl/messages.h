@@ -40,24 +40,26 @@ std::optional<std::string> ParseOfiProvider(std::string_view msg);
 // 0[87000] [receive] via NET/IB/5", "Ring 00 : 7 -> 8 [send] via NET/AWS Libfabric/0",
 // "... via P2P/IPC", "... via SHM/direct/direct", "... via direct shared memory".
 // Views point into the message.
+enum class Link { kNet, kIntraNode, kCollNet, kOther };  // NET; P2P or SHM; COLLNET; else
 struct Channel {
   int from_rank = -1;
   int to_rank = -1;
   std::string_view direction;  // "send", "receive" or "" (P2P/SHM lines)
   std::string_view transport;  // "NET", "P2P", "SHM", "COLLNET"
+  Link link = Link::kOther;    // the transport's class
   std::string_view net;        // for NET: the plugin name ("IB", "Socket", "AWS Libfabric", ...)
   bool gdr = false;            // "/GDRDMA"
 };
 std::optional<Channel> ParseChannel(std::string_view msg);
 
 // "[ncclCommInitRank ]comm 0x55d5f0 rank 0 nranks 16 cudaDev 0 [nvmlDev 0] [busId 18000]
-// [commId 0x6c1d...] - Init COMPLETE"
+// [commId 0x6c1d...] - Init COMPLETE". Views point into the message.
 struct InitComplete {
   int rank = -1;
   int nranks = -1;
   int cuda_dev = -1;
-  std::string comm;     // pointer text
-  std::string comm_id;  // 2.19+; empty before
+  std::string_view comm;     // pointer text
+  std::string_view comm_id;  // 2.19+; empty before
 };
 std::optional<InitComplete> ParseInitComplete(std::string_view msg);
 

@@ -75,6 +75,12 @@ TEST(MessagesTest, ChannelsAcrossVersions) {
   auto pxn = ParseChannel("Channel 02/1 : 3[3] -> 11[3] [send] via NET/IB/1(2)/GDRDMA(PCI)/Shared");
   ASSERT_TRUE(pxn);
   EXPECT_TRUE(pxn->gdr);
+  EXPECT_EQ(now->link, Link::kNet);
+  EXPECT_EQ(aws->link, Link::kNet);
+  EXPECT_EQ(ParseChannel("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read")->link, Link::kIntraNode);
+  EXPECT_EQ(ParseChannel("Channel 00 : 0[0] -> 1[1] via SHM/direct/direct")->link,
+            Link::kIntraNode);
+  EXPECT_EQ(ParseChannel("Channel 00/0 : 0[0] -> 1[0] via COLLNET/IB/0")->link, Link::kCollNet);
   EXPECT_EQ(ParseChannel("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read")->transport, "P2P");
   EXPECT_EQ(ParseChannel("Channel 00 : 0[0] -> 1[1] via SHM/direct/direct")->transport, "SHM");
   EXPECT_EQ(ParseChannel("Channel 00 : 0[18000] -> 1[3b000] via direct shared memory")->transport,
