@@ -211,8 +211,8 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     return;
   }
   if (auto ib = ParseIbDevices(msg)) {
-    for (const auto& d : *ib) {
-      PushCapped(p.nics, fmt::format("{}:{}/{}", d.name, d.port, d.link_layer));
+    for (const auto& d : *ib) {  // "mlx5_0:1/IB" (no fmt: one such line per process and comm)
+      PushCapped(p.nics, d.name + ':' + std::to_string(d.port) + '/' + d.link_layer);
     }
     return;
   }

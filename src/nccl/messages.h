@@ -38,12 +38,11 @@ std::optional<std::string> ParseOfiProvider(std::string_view msg);
 
 // "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA", "Channel 01 : 2[c7000] ->
 // 0[87000] [receive] via NET/IB/5", "Ring 00 : 7 -> 8 [send] via NET/AWS Libfabric/0",
-// "... via P2P/IPC", "... via SHM/direct/direct", "... via direct shared memory".
-// Views point into the message.
+// "... via P2P/IPC", "... via SHM/direct/direct", "... via direct shared memory". The peers
+// between " : " and " via " are not read (nothing uses them, and these are most of a big log's
+// NCCL lines); an arrow between them is required. Views point into the message.
 enum class Link { kNet, kIntraNode, kCollNet, kOther };  // NET; P2P or SHM; COLLNET; else
 struct Channel {
-  int from_rank = -1;
-  int to_rank = -1;
   std::string_view direction;  // "send", "receive" or "" (P2P/SHM lines)
   std::string_view transport;  // "NET", "P2P", "SHM", "COLLNET"
   Link link = Link::kOther;    // the transport's class

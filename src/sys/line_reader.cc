@@ -39,6 +39,7 @@ LineReader LineReader::Range(int fd, uint64_t offset, uint64_t length) {
 }
 
 Status LineReader::Fill() {
+  mark_pos_ = kUnknown;  // offsets shift and new bytes arrive
   if (begin_ > 0) {
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
     end_ -= begin_;
@@ -107,14 +108,21 @@ Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
 
 Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::string_view* line,
                                         bool* truncated) {
+  if (mark != mark_) {
+    mark_ = mark;
+    mark_pos_ = kUnknown;
+  }
   while (true) {
     const char* base = buf_.data();
     const char* from = base + begin_;
     size_t len = end_ - begin_;
     const char* hit = word.empty() ? nullptr : FindWord(from, len, word);
-    const char* hash = static_cast<const char*>(
-        std::memchr(from, mark, hit ? static_cast<size_t>(hit - from) : len));
-    if (hash != nullptr) hit = hash;
+    // The next mark, remembered: a buffer without one is searched once, not once per line.
+    if (mark_pos_ == kUnknown || (mark_pos_ != kNone && mark_pos_ < begin_)) {
+      const void* m = std::memchr(from, mark, len);
+      mark_pos_ = m ? static_cast<size_t>(static_cast<const char*>(m) - base) : kNone;
+    }
+    if (mark_pos_ != kNone && (hit == nullptr || base + mark_pos_ < hit)) hit = base + mark_pos_;
     if (hit == nullptr) {
       // Nothing here: drop every complete line; keep the unterminated tail (a match may straddle
       // the end of the buffer), bounded by max_line.
@@ -125,11 +133,27 @@ Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::s
       TOCSIN_RETURN_IF_ERROR(Fill());
       continue;
     }
-    // Back up to the start of the line holding the hit, then hand out that line.
-    const char* line_start =
-        static_cast<const char*>(::memrchr(from, '\n', static_cast<size_t>(hit - from)));
-    begin_ = line_start ? static_cast<size_t>(line_start - base) + 1 : begin_;
-    return Next(line, truncated);
+    // The first newline tells whether the hit is on the first line (consecutive matching lines,
+    // the common case: then it also ends that line); else back up to the hit's line start.
+    const char* nl = static_cast<const char*>(std::memchr(from, '\n', len));
+    if (nl != nullptr && nl < hit) {
+      const char* line_start =
+          static_cast<const char*>(::memrchr(nl, '\n', static_cast<size_t>(hit - nl)));
+      begin_ = static_cast<size_t>(line_start - base) + 1;
+      nl = static_cast<const char*>(std::memchr(hit, '\n', static_cast<size_t>(base + end_ - hit)));
+    }
+    if (nl == nullptr) return Next(line, truncated);  // the line continues past the buffer
+    *truncated = false;
+    const char* start = base + begin_;
+    size_t line_len = static_cast<size_t>(nl - start);
+    begin_ += line_len + 1;
+    if (line_len > max_line_) {
+      line_len = max_line_;
+      *truncated = true;
+    }
+    if (line_len > 0 && start[line_len - 1] == '\r') --line_len;
+    *line = std::string_view(start, line_len);
+    return true;
   }
 }
 

@@ -43,6 +43,11 @@ class LineReader {
   bool ranged_ = false;
   uint64_t pos_ = 0;    // ranged: next file offset to read
   uint64_t limit_ = 0;  // ranged: end of the range
+  // NextContaining: where the next `mark_` is at or after begin_ (kNone: nowhere before end_).
+  static constexpr size_t kUnknown = ~size_t{0};
+  static constexpr size_t kNone = ~size_t{0} - 1;
+  char mark_ = 0;
+  size_t mark_pos_ = kUnknown;
 };
 
 }  // namespace tocsin
