@@ -124,13 +124,13 @@ size_t FindKeyword(std::string_view line, size_t from) {
   return std::string_view::npos;
 }
 
-std::string_view TrimMessage(std::string_view m) {
-  size_t b = 0;
-  size_t e = m.size();
+inline std::string_view TrimMessage(std::string_view m) {
+  const char* b = m.data();
+  const char* e = b + m.size();
   auto blank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };  // as Trim
-  while (b < e && blank(m[b])) ++b;
-  while (e > b && blank(m[e - 1])) --e;
-  return m.substr(b, e - b);
+  while (b < e && blank(*b)) ++b;
+  while (e > b && blank(e[-1])) --e;
+  return std::string_view(b, static_cast<size_t>(e - b));
 }
 
 // The header of line at `at`, from the memo when the bytes before the keyword are the memo's

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace tocsin {
@@ -14,11 +15,19 @@ namespace {
 const char* FindWord(const char* from, size_t len, std::string_view word) {
   const char* end = from + len;
   const char* p = from;
+  // Bytes 1-4 of the word compared as one load (a library call per hit would cost more).
+  uint32_t next4 = 0;
+  if (word.size() >= 5) std::memcpy(&next4, word.data() + 1, 4);
   while (p + word.size() <= end) {
     p = static_cast<const char*>(std::memchr(p, word[0], static_cast<size_t>(end - p)));
     if (p == nullptr || p + word.size() > end) return nullptr;
-    size_t i = 1;  // the rest of a short word: a loop beats a library call per hit
-    while (i < word.size() && p[i] == word[i]) ++i;
+    size_t i = 1;
+    if (word.size() >= 5) {
+      uint32_t at;
+      std::memcpy(&at, p + 1, 4);
+      i = at == next4 ? 5 : 0;
+    }
+    while (i > 0 && i < word.size() && p[i] == word[i]) ++i;
     if (i == word.size()) return p;
     ++p;
   }
