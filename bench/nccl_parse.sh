@@ -42,6 +42,9 @@ echo "| log | size | NCCL lines | tocsin nccl | grep -c 'NCCL INFO' | ratio (gre
 echo "|---|---|---|---|---|---|---|"
 for name in training heavy; do
   f="$DIR/$name.log"
+  # Written back and cached: with the logs' 2 GB still dirty, the kernel's writeback took one of
+  # this VM's two cores from the measured tools.
+  sync
   cat "$f" >/dev/null  # warm the page cache for both tools
   bytes=$(stat -c %s "$f")
   lines=$(grep -c 'NCCL INFO' "$f")
