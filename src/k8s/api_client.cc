@@ -3,6 +3,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +41,33 @@ std::string Duration(std::chrono::milliseconds ms) {
                                 : std::to_string(ms.count()) + " ms";
 }
 
+// "https://host:port/prefix" in parts; the port defaults to the scheme's.
+struct ServerUrl {
+  std::string scheme, authority, host, port, prefix;
+};
+std::optional<ServerUrl> SplitServer(const std::string& server) {
+  ServerUrl u;
+  size_t colon = server.find("://");
+  if (colon == std::string::npos) return std::nullopt;
+  u.scheme = server.substr(0, colon);
+  size_t start = colon + 3;
+  size_t slash = server.find('/', start);
+  u.authority =
+      server.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+  u.prefix = slash == std::string::npos ? "" : server.substr(slash);
+  size_t host_end = u.authority.rfind(':');
+  size_t bracket = u.authority.rfind(']');  // [fd00::1]:6443
+  if (host_end != std::string::npos && (bracket == std::string::npos || host_end > bracket)) {
+    u.host = u.authority.substr(0, host_end);
+    u.port = u.authority.substr(host_end + 1);
+  } else {
+    u.host = u.authority;
+    u.port = u.scheme == "https" ? "443" : "80";
+  }
+  if (u.host.empty() || u.port.empty()) return std::nullopt;
+  return u;
+}
+
 CURLcode SetBlob(CURL* c, CURLoption option, const std::string& pem) {
   curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
   return Curl().easy_setopt(c, option, &blob);
@@ -65,6 +93,7 @@ ApiClient::ApiClient(ClusterAccess access, ClientOptions options)
 
 ApiClient::~ApiClient() {
   if (curl_ != nullptr) Curl().easy_cleanup(static_cast<CURL*>(curl_));
+  if (connect_to_ != nullptr) Curl().slist_free_all(static_cast<curl_slist*>(connect_to_));
 }
 
 Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, ClientOptions options) {
@@ -73,16 +102,27 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, Clien
     return Status::InvalidArgument(access.origin + ": server \"" + access.server +
                                    "\" is not an http(s) URL");
   }
-  if (!access.tls_server_name.empty()) {
-    return Status::InvalidArgument(access.origin +
-                                   ": tls-server-name is not supported; connect "
-                                   "through a server address that the certificate names");
-  }
   std::unique_ptr<ApiClient> client(new ApiClient(std::move(access), options));
   CURL* c = Curl().easy_init();
   if (c == nullptr) return Status::Internal("curl_easy_init failed");
   client->curl_ = c;
   const ClusterAccess& a = client->access_;
+  client->base_url_ = a.server;
+  if (!a.tls_server_name.empty() && a.server.rfind("https://", 0) == 0) {
+    // Verify (and send SNI for) the name the kubeconfig gives, while connecting to the server's
+    // address: client-go's TLSClientConfig.ServerName.
+    auto url = SplitServer(a.server);
+    const std::string& name = a.tls_server_name;
+    if (!url || name.find_first_of(":/[] ") != std::string::npos) {
+      return Status::InvalidArgument(a.origin + ": cannot use tls-server-name \"" + name +
+                                     "\" with server \"" + a.server + "\"");
+    }
+    client->base_url_ = "https://" + name + ":" + url->port + url->prefix;
+    client->host_header_ = "Host: " + url->authority;
+    std::string route = name + ":" + url->port + ":" + url->host + ":" + url->port;
+    client->connect_to_ = Curl().slist_append(nullptr, route.c_str());
+    Curl().easy_setopt(c, CURLOPT_CONNECT_TO, client->connect_to_);
+  }
   Curl().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   Curl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(options.connect_timeout.count()));
@@ -146,8 +186,9 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
   CURL* c = static_cast<CURL*>(curl_);
   HttpResponse resp;
   Sink sink{&resp.body, options_.max_body};
-  std::string url = access_.server + path;
-  Curl().easy_setopt(c, CURLOPT_URL, url.c_str());
+  std::string url = access_.server + path;  // what errors name
+  std::string target = base_url_ + path;
+  Curl().easy_setopt(c, CURLOPT_URL, target.c_str());
   Curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
   Curl().easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   if (method == "GET") {
@@ -163,6 +204,7 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
   if (method != "GET") headers = Curl().slist_append(headers, type.c_str());
   std::string auth = "Authorization: Bearer " + token_;
   if (!token_.empty()) headers = Curl().slist_append(headers, auth.c_str());
+  if (!host_header_.empty()) headers = Curl().slist_append(headers, host_header_.c_str());
   Curl().easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   char errbuf[CURL_ERROR_SIZE] = {0};
   Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);

@@ -68,6 +68,11 @@ class ApiClient {
   ClusterAccess access_;
   ClientOptions options_;
   void* curl_ = nullptr;  // CURL*
+  // tls-server-name: requests go to https://<name>:<port> (SNI and certificate check), connected
+  // to the server's own address (CURLOPT_CONNECT_TO), with the server's Host header, as client-go.
+  std::string base_url_;        // the server URL requests are built on
+  std::string host_header_;     // "Host: <server authority>", or empty
+  void* connect_to_ = nullptr;  // curl_slist*
   std::string token_;
   std::string cert_pem_, key_pem_;
   std::optional<TimePoint> cred_expires_;

@@ -59,11 +59,13 @@ class AuditLiveTest : public ::testing::Test {
 
   // Writes a kubeconfig for `server` with the given users[0].user body (YAML, indented 4).
   static std::string Kubeconfig(const std::string& name, const std::string& server,
-                                const std::string& user, const std::string& ca = "ca.crt") {
+                                const std::string& user, const std::string& ca = "ca.crt",
+                                const std::string& cluster_extra = "") {
     std::string path = *dir_ + "/" + name;
     std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
                         << "clusters:\n- name: test\n  cluster:\n    server: " << server
                         << "\n    certificate-authority: pki/" << ca << "\n"
+                        << cluster_extra
                         << "contexts:\n- name: test\n  context: {cluster: test, user: test}\n"
                         << "users:\n- name: test\n  user:\n"
                         << user;
@@ -185,6 +187,37 @@ TEST_F(AuditLiveTest, ServerSignedByAnotherCaIsRefused) {
   EXPECT_NE(r.err.find("TLS"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(Https(*server)), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+// tls-server-name: the certificate is checked against that name (a wrong one fails, although the
+// certificate also names the server's address), while the connection and the Host header stay the
+// server's, as client-go does.
+TEST_F(AuditLiveTest, TlsServerNameIsVerifiedWhileConnectingToTheServerAddress) {
+  auto server = StartServer("healthy.json", {"--log", *dir_ + "/sni.log"});
+  JsonRun ok = Live(Kubeconfig("sni.yaml", Https(*server), ClientCertUser(), "ca.crt",
+                               "    tls-server-name: api.tocsin.test\n"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.report.dump(2);
+  EXPECT_EQ(ok.report["inventory"]["nodes"], 4);
+  std::ifstream log(*dir_ + "/sni.log");
+  std::string first;
+  std::getline(log, first);
+  EXPECT_NE(first.find("host=127.0.0.1:" + std::to_string(server->port())), std::string::npos)
+      << first;
+
+  std::string wrong_kc = Kubeconfig("sni-wrong.yaml", Https(*server), ClientCertUser(), "ca.crt",
+                                    "    tls-server-name: other.tocsin.test\n");
+  RunResult wrong = LiveRaw(wrong_kc);
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("other.tocsin.test"), std::string::npos) << wrong.err;
+  EXPECT_TRUE(wrong.out.empty());
+
+  // kubectl agrees on both kubeconfigs.
+  std::vector<std::string> env = {"HOME=" + *dir_ + "/home-kubectl"};
+  RunResult k_ok = RunBinary("kubectl", {"--kubeconfig", *dir_ + "/sni.yaml", "get", "nodes"}, env);
+  EXPECT_EQ(k_ok.exit_code, 0) << k_ok.err;
+  RunResult k_wrong = RunBinary("kubectl", {"--kubeconfig", wrong_kc, "get", "nodes"}, env);
+  EXPECT_NE(k_wrong.exit_code, 0);
+  EXPECT_NE(k_wrong.err.find("other.tocsin.test"), std::string::npos) << k_wrong.err;
 }
 
 TEST_F(AuditLiveTest, TransientErrorsAreRetriedAndExpiredContinueRelists) {

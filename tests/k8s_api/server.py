@@ -208,7 +208,8 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
         who = self.authenticated()
-        self.state.log("GET %s auth=%s accept=%s" % (self.path, who, self.headers.get("Accept", "")))
+        self.state.log("GET %s auth=%s accept=%s host=%s" % (self.path, who, self.headers.get("Accept", ""),
+                                                             self.headers.get("Host", "")))
         if who is None:
             return self.send_json(401, status_body(401, "Unauthorized", "Unauthorized"))
         path = url.path.rstrip("/") or "/"
