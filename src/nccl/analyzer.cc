@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "nccl/log_line.h"
 
@@ -177,28 +178,32 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
 }
 
 void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events) {
-  // Most frequent first: a big log is mostly channel lines.
-  if (auto ch = ParseChannel(msg)) {
-    if (ch->link == Link::kNet) {
-      // A process has one or two plugins: a scan with an inline compare beats the tree's.
-      auto it = std::find_if(p.net_channels.begin(), p.net_channels.end(),
-                             [&](const auto& entry) { return SameText(entry.first, ch->net); });
-      if (it == p.net_channels.end()) {
-        if (p.net_channels.size() >= kMaxListItems) return;  // garbage: keep memory bounded
-        it = p.net_channels.emplace(std::string(ch->net), 0).first;
+  if (msg.empty()) return;
+  // Most frequent first: a big log is mostly channel lines. Then the parsers are picked by the
+  // message's first byte (each one's prefix starts with it), in the order they were written.
+  if (msg[0] == 'C' || msg[0] == 'R') {
+    if (auto ch = ParseChannel(msg)) {
+      if (ch->link == Link::kNet) {
+        // A process has one or two plugins: a scan with an inline compare beats the tree's.
+        auto it = std::find_if(p.net_channels.begin(), p.net_channels.end(),
+                               [&](const auto& entry) { return SameText(entry.first, ch->net); });
+        if (it == p.net_channels.end()) {
+          if (p.net_channels.size() >= kMaxListItems) return;  // garbage: keep memory bounded
+          it = p.net_channels.emplace(std::string(ch->net), 0).first;
+        }
+        it->second++;
+        if (ch->gdr) p.gdr_channels++;
+        if (events && !p.follow_net_reported) {
+          p.follow_net_reported = true;
+          events->push_back(FollowEvent(p, "inter-node transport"));
+        }
+      } else if (ch->link == Link::kIntraNode) {
+        p.intra_channels++;
       }
-      it->second++;
-      if (ch->gdr) p.gdr_channels++;
-      if (events && !p.follow_net_reported) {
-        p.follow_net_reported = true;
-        events->push_back(FollowEvent(p, "inter-node transport"));
-      }
-    } else if (ch->link == Link::kIntraNode) {
-      p.intra_channels++;
+      return;
     }
-    return;
   }
-  if (auto init = ParseInitComplete(msg)) {
+  if (auto init = ParseInitComplete(msg)) {  // any first byte: told by its end
     AddRank(p, *init);
     if (events && !p.follow_reported) {
       p.follow_reported = true;
@@ -206,13 +211,32 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     }
     return;
   }
-  if (auto net = ParseUsingNetwork(msg)) {
-    p.network = *net;
-    return;
+  switch (msg[0]) {
+    case 'U':
+      if (auto net = ParseUsingNetwork(msg)) p.network = *net;
+      return;
+    case 'F':
+      if (auto failed = ParsePluginFailure(msg)) PushCapped(p.plugin_failures, *failed);
+      return;
+    case 'C':
+    case 'N':
+      break;
+    default:
+      return;
   }
   if (auto ib = ParseIbDevices(msg)) {
-    for (const auto& d : *ib) {  // "mlx5_0:1/IB" (no fmt: one such line per process and comm)
-      PushCapped(p.nics, d.name + ':' + std::to_string(d.port) + '/' + d.link_layer);
+    for (const auto& d : *ib) {  // "mlx5_0:1/IB", built in a reused buffer (a line per process)
+      nic_.assign(d.name);
+      nic_ += ':';
+      char port[16];
+      nic_.append(port,
+                  static_cast<size_t>(std::to_chars(port, port + sizeof(port), d.port).ptr - port));
+      nic_ += '/';
+      nic_.append(d.link_layer);
+      if (p.nics.size() < kMaxListItems &&
+          std::find(p.nics.begin(), p.nics.end(), nic_) == p.nics.end()) {
+        p.nics.push_back(nic_);
+      }
     }
     return;
   }
@@ -222,10 +246,6 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
   }
   if (auto sock = ParseSocketDevices(msg)) {
     for (auto& d : *sock) PushCapped(p.nics, d);
-    return;
-  }
-  if (auto failed = ParsePluginFailure(msg)) {
-    PushCapped(p.plugin_failures, *failed);
     return;
   }
   if (auto prov = ParseOfiProvider(msg)) {

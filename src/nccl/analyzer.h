@@ -116,6 +116,7 @@ class Analyzer {
 
   Options options_;
   LineParser parser_;
+  std::string nic_;                  // HandleInfo's scratch for a NIC's name
   Process* memo_process_ = nullptr;  // the process of the header in parser_'s memo
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(kCacheSlots);
   std::vector<InputStats> inputs_;

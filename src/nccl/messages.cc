@@ -101,8 +101,7 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
       size_t k = colon + 1;
       auto port = ReadInt(tok, k);
       if (port) {
-        out.push_back(
-            {*index, std::string(tok.substr(0, colon)), *port, std::string(tok.substr(slash + 1))});
+        out.push_back({*index, tok.substr(0, colon), *port, tok.substr(slash + 1)});
       }
     }
     i = end;

@@ -15,11 +15,12 @@ std::optional<std::string> ParseUsingNetwork(std::string_view msg);
 
 // "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>", with the 2.20-2.23
 // fused form "[0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}" and the 2.30.7 ":rail:plane" suffix.
+// Views point into the message.
 struct IbDevice {
   int index = 0;
-  std::string name;
+  std::string_view name;
   int port = 0;
-  std::string link_layer;  // "IB", "RoCE", "UNSPECIFIED"
+  std::string_view link_layer;  // "IB", "RoCE", "UNSPECIFIED"
 };
 std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg);
 
