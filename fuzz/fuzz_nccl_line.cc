@@ -1,5 +1,5 @@
-// The NCCL line parser: ParseLogLine on each line (and LineParser, whose header memo must give
-// the same fields: a difference traps), every message parser on its message, and the
+// The NCCL line parser: ParseLogLine on each line (and LineParser, whose header memo and keyword
+// hint must give the same fields: a difference traps), every message parser on its message, and the
 // nccl-tests parser on the same lines (the analyzer's own logic is covered by unit tests; its
 // JSON building would drown libFuzzer in features of header-only library code).
 #include <cstddef>
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto line : tocsin::Split(text, '\n')) {
     perf.Feed(line);
     auto parsed = ParseLogLine(line);
-    auto memoized = memo.Parse(line);
+    auto memoized = memo.Parse(line, line.find("NCCL "));  // as LineReader::word_at gives it
     if (parsed.has_value() != memoized.has_value()) __builtin_trap();
     if (!parsed) continue;
     if (parsed->kind != memoized->kind || parsed->host != memoized->host ||

@@ -66,7 +66,7 @@ Status ReadSequential(int fd, const std::string& name, bool follow, bool json,
     if (!more.ok()) return more.status();
     if (!*more) break;
     if (truncated) analyzer.NoteLongLine();
-    analyzer.FeedLine(line, follow ? &events : nullptr);
+    analyzer.FeedLine(line, follow ? &events : nullptr, reader.word_at());
     for (const auto& e : events) PrintEvent(e, json);
     events.clear();
   }
@@ -117,7 +117,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
         }
         if (!*more) break;
         if (truncated) a.NoteLongLine();
-        a.FeedLine(line);
+        a.FeedLine(line, nullptr, reader.word_at());
       }
       a.EndInput(reader.bytes_read());
     });

@@ -143,10 +143,11 @@ Process& Analyzer::LookUp(std::string_view host, int64_t pid) {
   return p;
 }
 
-void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events) {
+void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events,
+                        size_t keyword_at) {
   if (inputs_.empty()) BeginInput("-");
   InputStats& in = inputs_.back();
-  auto parsed = parser_.Parse(line);
+  auto parsed = parser_.Parse(line, keyword_at);
   if (!parsed) {
     if (perf_enabled_) {
       perf_.Feed(line);

@@ -163,10 +163,12 @@ bool ParseHeaderMemo(std::string_view line, size_t at, LogLine& out, LineParser:
   return true;
 }
 
-std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo) {
+std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo, size_t keyword_at) {
   static constexpr std::string_view kVersion = "NCCL version ";
   if (memo != nullptr) memo->same = memo->last = false;
-  size_t at = FindKeyword(line, 0);
+  bool known = keyword_at <= line.size() && line.size() - keyword_at >= 5 &&
+               std::memcmp(line.data() + keyword_at, "NCCL ", 5) == 0;
+  size_t at = known ? keyword_at : FindKeyword(line, 0);
   while (at != std::string_view::npos) {
     std::string_view rest = line.substr(at);
     LogLine out;
@@ -195,10 +197,12 @@ std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo) {
 
 }  // namespace
 
-std::optional<LogLine> ParseLogLine(std::string_view line) { return Parse(line, nullptr); }
+std::optional<LogLine> ParseLogLine(std::string_view line) {
+  return Parse(line, nullptr, std::string_view::npos);
+}
 
-std::optional<LogLine> LineParser::Parse(std::string_view line) {
-  return nccl::Parse(line, &memo_);
+std::optional<LogLine> LineParser::Parse(std::string_view line, size_t keyword_at) {
+  return nccl::Parse(line, &memo_, keyword_at);
 }
 
 }  // namespace tocsin::nccl

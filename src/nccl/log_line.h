@@ -31,7 +31,9 @@ std::optional<LogLine> ParseLogLine(std::string_view line);
 // (valid until the next Parse).
 class LineParser {
  public:
-  std::optional<LogLine> Parse(std::string_view line);
+  // keyword_at: where the caller already found the line's first "NCCL " (npos: not known; an
+  // offset that does not hold "NCCL " is ignored).
+  std::optional<LogLine> Parse(std::string_view line, size_t keyword_at = std::string_view::npos);
   // True when the last Parse reused the memo: the same host, pid and thread as the line whose
   // header the memo holds.
   bool same_header() const { return memo_.same; }

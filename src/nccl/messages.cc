@@ -147,7 +147,11 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   // "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA", "Ring 00 : 7 -> 8 via P2P/IPC".
   const char* p = msg.data();
   const char* const e = p + msg.size();
-  if (StartsWith(msg, "Channel ")) {
+  uint64_t head = 0;  // "Channel " as one load (most NCCL lines of a big log are channel lines)
+  if (msg.size() >= 8) std::memcpy(&head, msg.data(), 8);
+  uint64_t channel;
+  std::memcpy(&channel, "Channel ", 8);
+  if (head == channel) {
     p += 8;
   } else if (StartsWith(msg, "Ring ")) {
     p += 5;
@@ -223,35 +227,36 @@ std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
   }
   std::string_view t = msg.substr(0, end);
   InitComplete out;
-  // Each whitespace-separated token with the one after it (no token vector: a job's log has a
-  // line like this per rank and communicator).
-  auto next_token = [&t](size_t& pos) {
-    while (pos < t.size() && IsBlank(t[pos])) ++pos;
-    size_t start = pos;
-    pos = TokenEnd(t, pos);
-    return t.substr(start, pos - start);
+  // Each whitespace-separated token with the one after it (no token vector, no bounds-checked
+  // substr: a job's log has a line like this per rank and communicator).
+  const char* p = t.data();
+  const char* const e = p + t.size();
+  auto next_token = [&]() {
+    while (p < e && IsBlank(*p)) ++p;
+    const char* start = p;
+    p = t.data() + TokenEnd(t, static_cast<size_t>(p - t.data()));
+    return std::string_view(start, static_cast<size_t>(p - start));
   };
-  size_t pos = 0;
-  std::string_view key = next_token(pos);
+  auto num = [](std::string_view v) {
+    size_t i = 0;
+    auto n = ReadInt(v, i);
+    return n && i == v.size() ? *n : -1;
+  };
+  std::string_view key = next_token();
   while (!key.empty()) {
-    std::string_view value = next_token(pos);
+    std::string_view value = next_token();
     if (value.empty()) break;
-    auto num = [&] {
-      size_t i = 0;
-      auto v = ReadInt(value, i);
-      return v && i == value.size() ? *v : -1;
-    };
     switch (key.size()) {  // keys by length, then content: most tokens are values
       case 4:
-        if (key == "rank") out.rank = num();
+        if (key == "rank") out.rank = num(value);
         if (key == "comm") out.comm = value;
         break;
       case 6:
-        if (key == "nranks") out.nranks = num();
+        if (key == "nranks") out.nranks = num(value);
         if (key == "commId") out.comm_id = value;
         break;
       case 7:
-        if (key == "cudaDev") out.cuda_dev = num();
+        if (key == "cudaDev") out.cuda_dev = num(value);
         break;
     }
     key = value;

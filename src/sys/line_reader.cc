@@ -78,6 +78,7 @@ Status LineReader::Fill() {
 
 Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
   *truncated = false;
+  word_at_ = std::string_view::npos;
   bool skipping = false;  // dropping the tail of an over-long line already handed out in cut_
   while (true) {
     const char* start = buf_.data() + begin_;
@@ -117,6 +118,7 @@ Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
 
 Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::string_view* line,
                                         bool* truncated) {
+  word_at_ = std::string_view::npos;
   if (mark != mark_) {
     mark_ = mark;
     mark_pos_ = kUnknown;
@@ -131,7 +133,11 @@ Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::s
       const void* m = std::memchr(from, mark, len);
       mark_pos_ = m ? static_cast<size_t>(static_cast<const char*>(m) - base) : kNone;
     }
-    if (mark_pos_ != kNone && (hit == nullptr || base + mark_pos_ < hit)) hit = base + mark_pos_;
+    const char* word_hit = hit;
+    if (mark_pos_ != kNone && (hit == nullptr || base + mark_pos_ < hit)) {
+      hit = base + mark_pos_;
+      word_hit = nullptr;
+    }
     if (hit == nullptr) {
       // Nothing here: drop every complete line; keep the unterminated tail (a match may straddle
       // the end of the buffer), bounded by max_line.
@@ -162,6 +168,7 @@ Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::s
     }
     if (line_len > 0 && start[line_len - 1] == '\r') --line_len;
     *line = std::string_view(start, line_len);
+    if (word_hit != nullptr && !*truncated) word_at_ = static_cast<size_t>(word_hit - start);
     return true;
   }
 }

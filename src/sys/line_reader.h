@@ -26,6 +26,9 @@ class LineReader {
   // lines.
   Result<bool> NextContaining(std::string_view word, char mark, std::string_view* line,
                               bool* truncated);
+  // Where `word` first occurs in the line NextContaining returned last, when the reader knows
+  // (npos when it does not, and after Next; the caller checks the offset before trusting it).
+  size_t word_at() const { return word_at_; }
 
   uint64_t bytes_read() const { return bytes_read_; }
 
@@ -48,6 +51,7 @@ class LineReader {
   static constexpr size_t kNone = ~size_t{0} - 1;
   char mark_ = 0;
   size_t mark_pos_ = kUnknown;
+  size_t word_at_ = std::string_view::npos;
 };
 
 }  // namespace tocsin

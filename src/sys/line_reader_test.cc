@@ -65,6 +65,7 @@ TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
   std::mt19937 rng(42);
   const char* pieces[] = {"NCCL INFO x", "plain text", "# header", "NCC",         "L ",
                           "\n",          "\n",         "a#b",      "NCCL WARN y", "\n\n"};
+  int known = 0;
   for (int round = 0; round < 300; ++round) {
     std::string input;
     int n = static_cast<int>(rng() % 60);
@@ -102,11 +103,16 @@ TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
       ASSERT_TRUE(more.ok());
       if (!*more) break;
       got.emplace_back(line);
+      if (reader.word_at() != std::string_view::npos) {  // when known, the word's first place
+        EXPECT_EQ(reader.word_at(), line.find("NCCL ")) << line;
+        ++known;
+      }
     }
     writer.join();
     ::close(fds[0]);
     EXPECT_EQ(got, expected) << "input: " << input;
   }
+  EXPECT_GT(known, 100);  // the common case is known
 }
 
 }  // namespace
