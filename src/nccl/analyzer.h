@@ -58,7 +58,8 @@ struct Process {
   // True when NET channels were seen, or no channel lines at all (then the chosen network is
   // all we know).
   bool HasInterNodeTraffic() const;
-  std::string Subject() const;  // "host/rank" (all ranks) or "host/pid N"
+  std::string RankList() const;  // "0,1" (every rank it holds)
+  std::string Subject() const;   // "host/rank" (all ranks) or "host/pid N"
   // For reports: the inter-node network, "intra-node only", or "unknown" (never connected).
   std::string TransportLabel() const;
 };
