@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/report_flags.h"
@@ -19,8 +21,12 @@
 namespace tocsin::cli {
 namespace {
 
-// Regular files at least this large are read in parallel chunks (one per thread).
+// Regular files at least this large are read in parallel chunks.
 constexpr uint64_t kParallelMinBytes = 32ull << 20;
+// Chunks of about this size, and at least four per thread: a thread that finishes early (a faster
+// or less loaded core) takes the next one, so no core idles while another has half the file.
+constexpr uint64_t kChunkBytes = 32ull << 20;
+constexpr size_t kChunksPerThread = 4;
 
 struct NcclFlags {
   ReportFlags report;
@@ -74,14 +80,18 @@ Status ReadSequential(int fd, const std::string& name, bool follow, bool json,
   return Status::Ok();
 }
 
-// A large regular file: chunks cut at line starts, NCCL lines analysed on `threads` threads and
-// merged in order; nccl-tests output (tables span chunks) then parsed by one pass that stops only
-// at lines holding '#' (or at every line inside a table). Same result as ReadSequential.
+// A large regular file: chunks cut at line starts, taken in order by `threads` threads from a
+// shared counter, their NCCL lines analysed, and the chunks' analyzers merged in order as they
+// complete (at most a few are alive at once); nccl-tests output (tables span chunks) then parsed by
+// one pass that stops only at lines holding '#' (or at every line inside a table). Same result as
+// ReadSequential.
 Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
                     const nccl::Options& options, nccl::Analyzer& analyzer) {
+  uint64_t wanted = std::max<uint64_t>(static_cast<uint64_t>(threads) * kChunksPerThread,
+                                       (size + kChunkBytes - 1) / kChunkBytes);
   std::vector<uint64_t> bounds = {0};
-  for (int t = 1; t < threads; ++t) {
-    uint64_t at = size * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
+  for (uint64_t t = 1; t < wanted; ++t) {
+    uint64_t at = size * t / wanted;
     char buf[1 << 16];
     while (at < size) {
       ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(at));
@@ -97,38 +107,75 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
   }
   bounds.push_back(size);
   size_t n_chunks = bounds.size() - 1;
-  std::vector<nccl::Analyzer> chunks;
-  for (size_t c = 0; c < n_chunks; ++c) chunks.emplace_back(options);
-  std::vector<Status> status(n_chunks);
+  // A chunk's result, handed from its worker to the merging thread.
+  struct Done {
+    std::unique_ptr<nccl::Analyzer> analyzer;
+    Status status;
+    bool ready = false;
+  };
+  std::vector<Done> done(n_chunks);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0;    // the next chunk to take
+  size_t merged = 0;  // chunks merged so far
+  bool failed = false;
+  const size_t ahead = static_cast<size_t>(threads) * 2;  // bounds the unmerged analyzers
   std::vector<std::thread> workers;
-  for (size_t c = 0; c < n_chunks; ++c) {
-    workers.emplace_back([&, c] {
-      nccl::Analyzer& a = chunks[c];
-      a.BeginInput(name);
-      a.DisablePerf();
-      LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);
-      std::string_view line;
-      bool truncated = false;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
       while (true) {
-        auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
-        if (!more.ok()) {
-          status[c] = more.status();
-          return;
+        size_t c;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return failed || next >= n_chunks || next < merged + ahead; });
+          if (failed || next >= n_chunks) return;
+          c = next++;
         }
-        if (!*more) break;
-        if (truncated) a.NoteLongLine();
-        a.FeedLine(line, nullptr, reader.word_at());
+        auto a = std::make_unique<nccl::Analyzer>(options);
+        a->BeginInput(name);
+        a->DisablePerf();
+        LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);
+        std::string_view line;
+        bool truncated = false;
+        Status st;
+        while (true) {
+          auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
+          if (!more.ok()) {
+            st = more.status();
+            break;
+          }
+          if (!*more) break;
+          if (truncated) a->NoteLongLine();
+          a->FeedLine(line, nullptr, reader.word_at());
+        }
+        a->EndInput(reader.bytes_read());
+        std::lock_guard<std::mutex> lock(mu);
+        done[c] = {std::move(a), st, true};
+        failed = failed || !st.ok();
+        cv.notify_all();
       }
-      a.EndInput(reader.bytes_read());
     });
   }
-  for (auto& w : workers) w.join();
-  for (const auto& st : status) TOCSIN_RETURN_IF_ERROR(st);
   bool other_lines = false;
   analyzer.BeginInput(name);
-  for (auto& chunk : chunks) {
-    other_lines = other_lines || chunk.SawOtherLines();
-    analyzer.MergeFrom(std::move(chunk));
+  for (size_t c = 0; c < n_chunks; ++c) {
+    std::unique_ptr<nccl::Analyzer> a;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done[c].ready || failed; });
+      if (failed) break;  // a chunk could not be read: its error is returned below
+      a = std::move(done[c].analyzer);
+    }
+    other_lines = other_lines || a->SawOtherLines();
+    analyzer.MergeFrom(std::move(*a));
+    a.reset();
+    std::lock_guard<std::mutex> lock(mu);
+    merged = c + 1;
+    cv.notify_all();
+  }
+  for (auto& w : workers) w.join();
+  for (const auto& d : done) {
+    if (d.ready && !d.status.ok()) return d.status;
   }
   if (!other_lines) return Status::Ok();
   LineReader pass = LineReader::Range(fd, 0, size);
