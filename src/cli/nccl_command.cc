@@ -135,19 +135,11 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
         a->BeginInput(name);
         a->DisablePerf();
         LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);
-        std::string_view line;
-        bool truncated = false;
-        Status st;
-        while (true) {
-          auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
-          if (!more.ok()) {
-            st = more.status();
-            break;
-          }
-          if (!*more) break;
-          if (truncated) a->NoteLongLine();
+        Status st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool cut) {
+          if (cut) a->NoteLongLine();
           a->FeedLine(line, nullptr, reader.word_at());
-        }
+          return true;
+        });
         a->EndInput(reader.bytes_read());
         std::lock_guard<std::mutex> lock(mu);
         done[c] = {std::move(a), st, true};

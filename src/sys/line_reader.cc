@@ -8,33 +8,6 @@
 #include <cstring>
 
 namespace tocsin {
-namespace {
-
-// memchr (vectorised in glibc) for the word's first byte, then a compare: much faster than
-// memmem's two-way search when that byte is rare in the text, as 'N' is in logs.
-const char* FindWord(const char* from, size_t len, std::string_view word) {
-  const char* end = from + len;
-  const char* p = from;
-  // Bytes 1-4 of the word compared as one load (a library call per hit would cost more).
-  uint32_t next4 = 0;
-  if (word.size() >= 5) std::memcpy(&next4, word.data() + 1, 4);
-  while (p + word.size() <= end) {
-    p = static_cast<const char*>(std::memchr(p, word[0], static_cast<size_t>(end - p)));
-    if (p == nullptr || p + word.size() > end) return nullptr;
-    size_t i = 1;
-    if (word.size() >= 5) {
-      uint32_t at;
-      std::memcpy(&at, p + 1, 4);
-      i = at == next4 ? 5 : 0;
-    }
-    while (i > 0 && i < word.size() && p[i] == word[i]) ++i;
-    if (i == word.size()) return p;
-    ++p;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 LineReader::LineReader(int fd, size_t max_line, size_t buffer)
     : fd_(fd), max_line_(max_line), buf_(std::max(buffer, max_line + 1)) {}
@@ -127,7 +100,7 @@ Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::s
     const char* base = buf_.data();
     const char* from = base + begin_;
     size_t len = end_ - begin_;
-    const char* hit = word.empty() ? nullptr : FindWord(from, len, word);
+    const char* hit = word.empty() ? nullptr : Find(from, len, word);
     // The next mark, remembered: a buffer without one is searched once, not once per line.
     if (mark_pos_ == kUnknown || (mark_pos_ != kNone && mark_pos_ < begin_)) {
       const void* m = std::memchr(from, mark, len);

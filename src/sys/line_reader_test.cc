@@ -59,8 +59,8 @@ TEST(LineReaderTest, CutsOverlongLinesAndKeepsGoing) {
   EXPECT_EQ(cut, 2);
 }
 
-// Differential: NextContaining must return exactly the lines Next returns that hold the word or
-// the mark, whatever the buffer size and however the input is split.
+// Differential: NextContaining and ForEachContaining must return exactly the lines Next returns
+// that hold the word or the mark, whatever the buffer size and however the input is split.
 TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
   std::mt19937 rng(42);
   const char* pieces[] = {"NCCL INFO x", "plain text", "# header", "NCC",         "L ",
@@ -81,38 +81,53 @@ TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
         expected.push_back(l);
       }
     }
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    std::thread writer([&, seed = rng()] {
-      std::mt19937 chunks(seed);
-      size_t off = 0;
-      while (off < input.size()) {  // small writes: reads end at arbitrary places
-        size_t len = std::min<size_t>(1 + chunks() % 9, input.size() - off);
-        ssize_t w = ::write(fds[1], input.data() + off, len);
-        if (w <= 0) break;
-        off += static_cast<size_t>(w);
+    uint32_t seed = rng();
+    for (bool each : {false, true}) {  // NextContaining, then ForEachContaining
+      int fds[2];
+      ASSERT_EQ(::pipe(fds), 0);
+      std::thread writer([&] {
+        std::mt19937 chunks(seed);
+        size_t off = 0;
+        while (off < input.size()) {  // small writes: reads end at arbitrary places
+          size_t len = std::min<size_t>(1 + chunks() % 9, input.size() - off);
+          ssize_t w = ::write(fds[1], input.data() + off, len);
+          if (w <= 0) break;
+          off += static_cast<size_t>(w);
+        }
+        ::close(fds[1]);
+      });
+      LineReader reader(fds[0], 48, buffer);
+      std::vector<std::string> got;
+      auto take = [&](std::string_view line) {
+        got.emplace_back(line);
+        if (reader.word_at() != std::string_view::npos) {  // when known, the word's first place
+          EXPECT_EQ(reader.word_at(), line.find("NCCL ")) << line;
+          ++known;
+        }
+      };
+      if (each) {
+        Status st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool) {
+          take(line);
+          return true;
+        });
+        EXPECT_TRUE(st.ok());
+      } else {
+        std::string_view line;
+        bool truncated = false;
+        while (true) {
+          auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
+          ASSERT_TRUE(more.ok());
+          if (!*more) break;
+          take(line);
+        }
       }
-      ::close(fds[1]);
-    });
-    LineReader reader(fds[0], 48, buffer);
-    std::vector<std::string> got;
-    std::string_view line;
-    bool truncated = false;
-    while (true) {
-      auto more = reader.NextContaining("NCCL ", '#', &line, &truncated);
-      ASSERT_TRUE(more.ok());
-      if (!*more) break;
-      got.emplace_back(line);
-      if (reader.word_at() != std::string_view::npos) {  // when known, the word's first place
-        EXPECT_EQ(reader.word_at(), line.find("NCCL ")) << line;
-        ++known;
-      }
+      writer.join();
+      ::close(fds[0]);
+      EXPECT_EQ(got, expected) << (each ? "ForEachContaining" : "NextContaining")
+                               << ", input: " << input;
     }
-    writer.join();
-    ::close(fds[0]);
-    EXPECT_EQ(got, expected) << "input: " << input;
   }
-  EXPECT_GT(known, 100);  // the common case is known
+  EXPECT_GT(known, 200);  // the common case is known
 }
 
 }  // namespace
