@@ -128,6 +128,7 @@ inline std::string_view TrimMessage(std::string_view m) {
   const char* b = m.data();
   const char* e = b + m.size();
   auto blank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };  // as Trim
+  if (b < e && *b == ' ') ++b;  // the usual single space first
   while (b < e && blank(*b)) ++b;
   while (e > b && blank(e[-1])) --e;
   return std::string_view(b, static_cast<size_t>(e - b));

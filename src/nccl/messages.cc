@@ -232,6 +232,7 @@ std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
   const char* p = t.data();
   const char* const e = p + t.size();
   auto next_token = [&]() {
+    if (p < e && *p == ' ') ++p;  // the usual single space first
     while (p < e && IsBlank(*p)) ++p;
     const char* start = p;
     p = t.data() + TokenEnd(t, static_cast<size_t>(p - t.data()));
