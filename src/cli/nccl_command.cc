@@ -89,6 +89,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
                     const nccl::Options& options, nccl::Analyzer& analyzer) {
   uint64_t wanted = std::max<uint64_t>(static_cast<uint64_t>(threads) * kChunksPerThread,
                                        (size + kChunkBytes - 1) / kChunkBytes);
+  wanted = std::min<uint64_t>(wanted, std::max<uint64_t>(1, size >> 20));  // 1 MiB at least
   std::vector<uint64_t> bounds = {0};
   for (uint64_t t = 1; t < wanted; ++t) {
     uint64_t at = size * t / wanted;
@@ -121,7 +122,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
   bool failed = false;
   const size_t ahead = static_cast<size_t>(threads) * 2;  // bounds the unmerged analyzers
   std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
+  for (size_t t = 0; t < std::min<size_t>(static_cast<size_t>(threads), n_chunks); ++t) {
     workers.emplace_back([&] {
       while (true) {
         size_t c;
