@@ -139,7 +139,6 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
         Status st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool cut) {
           if (cut) a->NoteLongLine();
           a->FeedLine(line, nullptr, reader.word_at());
-          return true;
         });
         a->EndInput(reader.bytes_read());
         std::lock_guard<std::mutex> lock(mu);

@@ -32,7 +32,7 @@ class LineReader {
   size_t word_at() const { return word_at_; }
 
   // Calls fn(line, truncated) for each line NextContaining would return, in order, until the
-  // input ends or fn returns false (word_at() is valid inside fn). Consecutive matching lines are
+  // input ends (word_at() is valid inside fn). Consecutive matching lines are
   // taken by an inline loop, the others by NextContaining: the hot loop of `tocsin nccl` on big
   // files, without a call and a Result per line.
   template <typename Fn>
@@ -40,16 +40,18 @@ class LineReader {
     std::string_view line;
     bool truncated = false;
     while (true) {
-      while (TakeFirstLine(word, mark, &line)) {
-        if (!fn(line, false)) return Status::Ok();
-      }
+      while (TakeFirstLine(word, mark, &line)) fn(line, false);
       auto more = NextContaining(word, mark, &line, &truncated);
       if (!more.ok()) return more.status();
-      if (!*more || !fn(line, truncated)) return Status::Ok();
+      if (!*more) return Status::Ok();
+      fn(line, truncated);
     }
   }
 
   uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  Status Fill();
 
   // Where `word` starts in [from, from + len), or null: memchr (vectorised in glibc) for its first
   // byte, then a compare; much faster than memmem's two-way search when that byte is rare in the
@@ -74,9 +76,6 @@ class LineReader {
     }
     return nullptr;
   }
-
- private:
-  Status Fill();
 
   // NextContaining's common case, inline: the line at begin_ ends inside the buffer within
   // max_line and holds `word`, with no `mark` in it and the next mark known. Takes it (setting
