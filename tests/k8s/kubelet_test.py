@@ -496,6 +496,22 @@ class LiveTest(unittest.TestCase):
         self.assertIn("no known entrypoint", out)
         self.c.call("DELETE", "/api/v1/namespaces/%s/pods/nocmd" % self.ns)
 
+    def test_exec_readiness_probe(self):
+        flag = os.path.join(self.tmp, "ready-flag")
+        self.pod("probed", [{"name": "main", "image": "busybox", "command": ["sleep", "1000"],
+                             "readinessProbe": {"exec": {"command": ["test", "-f", flag]},
+                                                "periodSeconds": 1}}], restartPolicy="Always")
+        p = self.wait_pod("probed", self.phase_is("Running"), "Running")
+        self.assertFalse(p["status"]["containerStatuses"][0]["ready"])
+        with open(flag, "w"):
+            pass
+
+        def ready(p):
+            conds = {c["type"]: c["status"] for c in p["status"].get("conditions") or []}
+            return p["status"]["containerStatuses"][0]["ready"] and conds.get("Ready") == "True"
+        self.wait_pod("probed", ready, "Ready after the probe succeeds", 20)
+        self.c.call("DELETE", "/api/v1/namespaces/%s/pods/probed" % self.ns)
+
     # -- root with network namespaces
     def require_namespaces(self):
         if not self.namespaced:

@@ -39,7 +39,9 @@ API (the rank 0 pod's status.podIP, e.g. read by an init container through KUBER
 the mounted ServiceAccount token) or from a fixed node address: pin rank 0 to node i with
 spec.nodeName or a nodeSelector and use 10.78.0.i (127.0.0.1 without namespaces).
 
-Not done: probes (a container is ready when it runs; liveness and startup probes are ignored),
+Probes: an exec readinessProbe runs in the container's namespaces (period, timeout, thresholds);
+without one, or with an httpGet/tcpSocket one, a container is ready when it runs. Liveness and startup
+probes are ignored. Not done:
 lifecycle hooks, resource limits, service links other than `kubernetes`, image pulls, PID namespaces.
 """
 
@@ -714,6 +716,7 @@ class Container:
         self.backoff = Backoff()
         self.log_path = None
         self.term_file = None
+        self.probe_ok = False    # the exec readinessProbe's verdict for the current instance
 
     def exit_code(self):
         return self.term["exitCode"] if self.term else None
@@ -730,7 +733,7 @@ class PodWorker:
         self.policy = spec.get("restartPolicy", "Always")
         self.inits = [Container(c, True) for c in spec.get("initContainers") or []]
         self.ctrs = [Container(c, False) for c in spec.get("containers") or []]
-        self.start_time = time.time()
+        self.start_time = parse_time((pod.get("status") or {}).get("startTime")) or time.time()
         self.wake = threading.Event()
         self.vanished = False
         self.volumes_ready = False
@@ -894,7 +897,13 @@ class PodWorker:
         for old in os.listdir(logdir):
             if old.endswith(".log") and old[:-4].isdigit() and int(old[:-4]) < c.instances - 1:
                 os.unlink(os.path.join(logdir, old))
-        proc, term_file, pump = self.k.spawn(self, c, argv, note, env, log_path)
+        try:
+            proc, term_file, pump = self.k.spawn(self, c, argv, note, env, log_path)
+        except (OSError, RuntimeError) as e:
+            if c.waiting != ("CreateContainerError", str(e)):
+                log("pod %s container %s: %s" % (self.key, c.name, e))
+            c.waiting = ("CreateContainerError", str(e))
+            return
         if proc is None:
             c.waiting = ("ContainerCreating", "test kubelet: at its process cap (--max-procs %d)"
                          % self.k.max_procs)
@@ -909,7 +918,44 @@ class PodWorker:
         c.cid = "tocsin-test://" + hashlib.sha256(
             ("%s/%s/%d/%f" % (self.uid, c.name, c.instances, c.started_at)).encode()).hexdigest()
         c.waiting = None
+        c.probe_ok = False
+        probe = c.spec.get("readinessProbe") or {}
+        if "exec" in probe and not c.init:
+            threading.Thread(target=self.probe_loop, args=(c, proc, probe), daemon=True,
+                             name="probe " + c.name).start()
         log("pod %s container %s started (pid %d)" % (self.key, c.name, proc.pid))
+
+    def probe_loop(self, c, proc, probe):
+        """An exec readinessProbe, run in the container's namespaces while this instance runs."""
+        with open(os.path.join(self.dir, "%s-%d.json" % (c.name, c.instances - 1))) as f:
+            spec = json.load(f)
+        spec["argv"] = probe["exec"].get("command") or ["false"]
+        spec["notes"] = []
+        spec["mounts"] = [m for m in spec["mounts"] if not m["dst"].endswith("termination-log")]
+        spec_path = os.path.join(self.dir, "%s-%d-probe.json" % (c.name, c.instances - 1))
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        period = max(1, probe.get("periodSeconds", 10))
+        timeout = max(1, probe.get("timeoutSeconds", 1))
+        need_ok, need_bad = max(1, probe.get("successThreshold", 1)), max(1, probe.get("failureThreshold", 3))
+        oks = bads = 0
+        if self.k.stop.wait(probe.get("initialDelaySeconds", 0)):
+            return
+        while c.proc is proc and not self.k.stop.is_set():
+            try:
+                r = subprocess.run([sys.executable, "-I", os.path.abspath(__file__), "--exec-container",
+                                    spec_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, env=self.k.env_for(self, c.spec),
+                                   timeout=timeout + 1, start_new_session=True)
+                ok = r.returncode == 0
+            except Exception:  # noqa: BLE001 - a probe that cannot run or times out fails
+                ok = False
+            oks, bads = (oks + 1, 0) if ok else (0, bads + 1)
+            if c.proc is proc and (oks >= need_ok and not c.probe_ok or bads >= need_bad and c.probe_ok):
+                c.probe_ok = ok
+                self.wake.set()
+            if self.k.stop.wait(period):
+                return
 
     def container_status(self, c):
         image = c.spec.get("image", "") or ""
@@ -921,7 +967,8 @@ class PodWorker:
             s["containerID"] = c.cid
         if c.proc is not None:
             s["state"] = {"running": {"startedAt": rfc3339(c.started_at)}}
-            s["ready"] = not c.init
+            s["ready"] = not c.init and ("exec" not in (c.spec.get("readinessProbe") or {})
+                                         or c.probe_ok)
             s["started"] = True
         elif c.term is not None and (c.init and c.term["exitCode"] == 0
                                      or not self.will_restart(c)):
@@ -937,6 +984,8 @@ class PodWorker:
             s["lastState"] = {"terminated": {k: v for k, v in last.items() if not k.startswith("_")}}
         else:
             reason, msg = c.waiting or ("ContainerCreating", None)
+            if not c.init and reason == "ContainerCreating" and not msg and not self.init_done():
+                reason = "PodInitializing"
             w = {"reason": reason}
             if msg:
                 w["message"] = msg
@@ -963,8 +1012,7 @@ class PodWorker:
         conds = pod_conditions(self.conditions, phase, incomplete, unready, now)
         ip = self.node.address
         st = {"phase": phase, "conditions": conds, "hostIP": ip, "podIP": ip, "podIPs": [{"ip": ip}],
-              "startTime": rfc3339(self.start_time), "containerStatuses": ctrs, "qosClass":
-              (self.pod.get("status") or {}).get("qosClass", "BestEffort")}
+              "startTime": rfc3339(self.start_time), "containerStatuses": ctrs}
         if inits:
             st["initContainerStatuses"] = inits
         return st
@@ -1277,6 +1325,8 @@ class Node:
                 wait = HEARTBEAT
             except Exception as e:  # noqa: BLE001
                 log("node %s: %s" % (self.name, e))
+                if isinstance(e, ApiError) and e.status == 404:
+                    self.uid = None  # the Node was deleted: register it again
                 wait = 2
             self.k.ready_changed.set()
             self.k.stop.wait(wait)
@@ -1320,6 +1370,7 @@ class Node:
 
 class KubeletServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+    block_on_close = False
     MAX_REQUESTS = 64
 
     def __init__(self, sock, ctx, kubelet):
@@ -1666,14 +1717,8 @@ class Kubelet:
                 if uid in self.finished:
                     return
                 phase = (pod.get("status") or {}).get("phase")
-                if phase in ("Succeeded", "Failed"):
-                    return
-                if pod["metadata"].get("deletionTimestamp"):
-                    # Never started here (e.g. before a kubelet restart): finish the deletion.
-                    w = PodWorker(self, node, pod)
-                    self.workers[uid] = w
-                    w.thread.start()
-                    return
+                if phase in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp"):
+                    return  # ran before (a kubelet restart): never rerun; a deletion is finished below
                 w = PodWorker(self, node, pod)
                 self.workers[uid] = w
                 w.thread.start()
