@@ -1062,7 +1062,8 @@ class PodWorker:
             for attempt in range(5):
                 try:
                     try:
-                        self.report()
+                        if any(c.instances for c in self.inits + self.ctrs):
+                            self.report()
                     except ApiError as e:
                         if e.status != 404:
                             raise
