@@ -364,7 +364,9 @@ class LiveTest(unittest.TestCase):
             for t in ("MemoryPressure", "DiskPressure", "PIDPressure"):
                 self.assertEqual(conds[t]["status"], "False")
             for k, v in want["status"]["allocatable"].items():
-                self.assertEqual(node["status"]["allocatable"].get(k), v, "%s allocatable %s" % (name, k))
+                # The apiserver canonicalises quantities ("1000" becomes "1k").
+                self.assertEqual(kubelet.parse_quantity(node["status"]["allocatable"].get(k)),
+                                 kubelet.parse_quantity(v), "%s allocatable %s" % (name, k))
             for k, v in (want["metadata"].get("labels") or {}).items():
                 self.assertEqual(node["metadata"]["labels"].get(k), v)
             taints = [t["key"] for t in node["spec"].get("taints") or []]
@@ -461,7 +463,7 @@ class LiveTest(unittest.TestCase):
                           "command": ["sh", "-c"],
                           "args": ["for v in POD_NAME POD_NS NODE POD_IP APP NOTE COLOR PASSWORD GREETING "
                                    "CFG_size KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT HOSTNAME; "
-                                   "do eval echo $v=\\$$v; done"]}], node=node)
+                                   "do echo $v=$(printenv $v); done"]}], node=node)
         p = self.wait_pod("env", self.phase_is("Succeeded", "Failed"), "Succeeded")
         self.assertEqual(p["status"]["phase"], "Succeeded")
         out = self.kubectl("logs", "env")
@@ -477,7 +479,9 @@ class LiveTest(unittest.TestCase):
 
     def test_delete_kills_the_process(self):
         self.pod("sleeper", [{"name": "main", "image": "busybox",
-                              "command": ["sh", "-c", "echo pid $$; exec sleep 1000"]}], restartPolicy="Always")
+                              # $$$$: Kubernetes turns $$ into $ before the shell sees it.
+                              "command": ["sh", "-c", "echo pid $$$$; exec sleep 1000"]}],
+                 restartPolicy="Always")
         self.wait_pod("sleeper", self.phase_is("Running"), "Running")
         out = poll("the pid in the log", lambda: self.kubectl("logs", "sleeper").strip(), 20)
         pid = int(out.split()[1])

@@ -1284,17 +1284,30 @@ class Node:
         for c in (node.get("status") or {}).get("conditions") or []:
             self.conditions[c["type"]] = c
         self.renew_lease(now)
-        taints = (node.get("spec") or {}).get("taints") or []
-        wanted = {t.get("key") for t in (self.obj.get("spec") or {}).get("taints") or []}
-        keep = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"
-                or "node.kubernetes.io/not-ready" in wanted]
-        if len(keep) != len(taints):
-            self.k.admin.call("PATCH", "/api/v1/nodes/" + self.name,
-                              {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                               "spec": {"taints": keep or None}},
-                              ctype="application/merge-patch+json")
-            log("node %s: removed the not-ready taint" % self.name)
+        self.remove_not_ready_taint(node)
         self.ready = True
+
+    def remove_not_ready_taint(self, node):
+        """With the admin certificate, guarded by the resourceVersion (retried on a conflict)."""
+        wanted = {t.get("key") for t in (self.obj.get("spec") or {}).get("taints") or []}
+        for _ in range(5):
+            taints = (node.get("spec") or {}).get("taints") or []
+            keep = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"
+                    or "node.kubernetes.io/not-ready" in wanted]
+            if len(keep) == len(taints):
+                return
+            try:
+                self.k.admin.call("PATCH", "/api/v1/nodes/" + self.name,
+                                  {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                                   "spec": {"taints": keep or None}},
+                                  ctype="application/merge-patch+json")
+                log("node %s: removed the not-ready taint" % self.name)
+                return
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+                node = self.k.admin.get("/api/v1/nodes/" + self.name)
+        raise RuntimeError("node %s: the not-ready taint: conflicts" % self.name)
 
     def renew_lease(self, now):
         path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + self.name
