@@ -1,0 +1,323 @@
+"""tocsin against a real Kubernetes 1.20.2 control plane (tools/k8s/up.sh): what only a real cluster
+decides. The DaemonSet controller's own status fields for a crash-looping device plugin, the
+scheduler's own reason for a Pending job, RBAC for every manifest under deploy/ and for each component
+with its own ServiceAccount token. Faults on demand (hangs, 5xx, truncated bodies) stay with the
+Python test API server (tests/k8s_api), which can produce them.
+
+Run by `make test` (which brings the control plane up and sets TOCSIN_K8S_ENV); by hand:
+  make k8s-up && TOCSIN_K8S_ENV=build/k8s/env TOCSIN_BINARY=build/release/tocsin \
+    python3 tests/k8s/real_cluster_test.py
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import SOURCE, ClusterTestCase, load_env, run_tocsin, tocsin_binary  # noqa: E402
+
+FABRIC_NODES = ["gpu-node-01", "gpu-node-02"]
+PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
+
+
+def quantity(q):
+    """A decimal-SI quantity as an integer ("1k" -> 1000); None stays None."""
+    if q is None:
+        return None
+    for suffix, factor in (("k", 10**3), ("M", 10**6), ("G", 10**9)):
+        if q.endswith(suffix):
+            return int(q[:-1]) * factor
+    return int(q)
+
+
+def findings(report, check):
+    return [f for f in report["findings"] if f["check"] == check]
+
+
+class ControlPlaneTest(ClusterTestCase):
+    def test_real_apiserver_and_ready_nodes(self):
+        version = self.cluster.api("GET", "/version")
+        self.assertEqual(version["gitVersion"], "v1.20.2")
+        with open(self.cluster.env["K8S_NODES"]) as f:
+            expected = {n["metadata"]["name"]: n for n in json.load(f)["items"]}
+
+        def nodes_ready():
+            nodes = self.cluster.get("nodes")["items"]
+            ready = {n["metadata"]["name"] for n in nodes
+                     for c in n["status"].get("conditions", [])
+                     if c["type"] == "Ready" and c["status"] == "True"}
+            return nodes if ready == set(expected) else None
+        nodes = self.cluster.wait_for(nodes_ready, 60, "every node of K8S_NODES Ready")
+        for n in nodes:
+            want = expected[n["metadata"]["name"]]["status"]["allocatable"]
+            for resource in ("nvidia.com/gpu", "rdma/hca_shared_devices_a"):
+                # The apiserver canonicalises quantities ("1000" is served as "1k").
+                self.assertEqual(quantity(n["status"]["allocatable"].get(resource)),
+                                 quantity(want.get(resource)), resource)
+            # The admission plugin's not-ready taint was removed once the node became Ready.
+            taints = [t["key"] for t in n["spec"].get("taints") or []]
+            self.assertNotIn("node.kubernetes.io/not-ready", taints)
+
+
+class SchedulerTest(ClusterTestCase):
+    """A job asking for an RDMA resource no node can give stays Pending with the scheduler's reason."""
+
+    def test_pending_job_carries_the_schedulers_reason(self):
+        ns = self.cluster.namespace("tocsin-sched")
+        job = {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "needs-rdma-b", "namespace": ns},
+            "spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "train", "image": "busybox", "command": ["true"],
+                                "resources": {"limits": {"rdma/hca_shared_devices_b": "1"}}}]}}}}
+        self.cluster.kubectl("apply", "-f", "-", stdin=json.dumps(job))
+
+        def unschedulable():
+            pods = self.cluster.get("pods", "-n", ns, "-l", "job-name=needs-rdma-b")["items"]
+            conds = [c for p in pods for c in p["status"].get("conditions", [])
+                     if c["type"] == "PodScheduled" and c["status"] == "False"]
+            return conds if len(pods) == 2 and len(conds) == 2 else None
+        conds = self.cluster.wait_for(unschedulable, 60, "both pods Unschedulable")
+        for c in conds:
+            self.assertEqual(c["reason"], "Unschedulable")
+            # 1.20's message: "0/3 nodes are available: 3 Insufficient rdma/hca_shared_devices_b."
+            self.assertIn("Insufficient rdma/hca_shared_devices_b", c["message"])
+        self.cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+class DaemonSetControllerTest(ClusterTestCase):
+    """A device plugin whose container exits 1 crash-loops for real on every fabric node."""
+
+    def test_crashlooping_device_plugin_is_reported_with_the_controllers_counters(self):
+        ns = self.cluster.namespace("tocsin-dp")
+        ds = {
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "rdma-shared-dp-ds", "namespace": ns},
+            "spec": {"selector": {"matchLabels": {"name": "rdma-shared-dp-ds"}}, "template": {
+                "metadata": {"labels": {"name": "rdma-shared-dp-ds"}},
+                "spec": {"nodeSelector": {"network.nvidia.com/rdma": "true"},
+                         "containers": [{"name": "k8s-rdma-shared-dp-ds", "image": PLUGIN_IMAGE,
+                                         "command": ["sh", "-c",
+                                                     "echo 'error: no RDMA devices'; exit 1"]}]}}}}
+        pod = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "exporter", "namespace": ns},
+            "spec": {"nodeName": "cpu-node-01", "restartPolicy": "Always",
+                     "containers": [{"name": "exporter", "image": "busybox",
+                                     "command": ["sh", "-c", "exit 3"]}]}}
+        self.cluster.kubectl("apply", "-f", "-", stdin=json.dumps(ds))
+        self.cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+
+        def crashlooping():
+            pods = self.cluster.get("pods", "-n", ns)["items"]
+            looping = {}
+            for p in pods:
+                for s in p["status"].get("containerStatuses") or []:
+                    waiting = (s.get("state") or {}).get("waiting") or {}
+                    if waiting.get("reason") == "CrashLoopBackOff" and s["restartCount"] >= 1:
+                        looping[p["metadata"]["name"]] = p
+            return looping if len(looping) == 3 else None
+        pods = self.cluster.wait_for(crashlooping, 90, "3 pods in CrashLoopBackOff")
+        plugin_nodes = sorted(p["spec"]["nodeName"] for p in pods.values()
+                              if p["metadata"].get("ownerReferences"))
+        self.assertEqual(plugin_nodes, FABRIC_NODES)
+
+        live = self.cluster.get("daemonset", "-n", ns, "rdma-shared-dp-ds")["status"]
+        self.assertEqual(live["desiredNumberScheduled"], 2)
+        self.assertEqual(live.get("numberReady", 0), 0)
+
+        r = run_tocsin("audit", "-o", "json", "--kubeconfig", self.cluster.kubeconfig)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        report = json.loads(r.stdout)
+        [f] = [f for f in findings(report, "daemonset.not-ready") if f["subject"].startswith(ns)]
+        self.assertEqual(f["subject"], f"{ns}/rdma-shared-dp-ds")
+        ev = f["evidence"]
+        # The controller's own counters, as the audit read them from the live object.
+        self.assertEqual(ev["desired"], live["desiredNumberScheduled"])
+        self.assertEqual(ev["current"], live["currentNumberScheduled"])
+        self.assertEqual(ev["ready"], 0)
+        self.assertTrue(ev["never_ready"])
+        self.assertTrue(ev["device_plugin"])
+        self.assertEqual(sorted(p["node"] for p in ev["not_ready_pods"]), FABRIC_NODES)
+        for p in ev["not_ready_pods"]:
+            [c] = p["containers"]
+            self.assertEqual(c["waiting_reason"], "CrashLoopBackOff")
+            self.assertGreaterEqual(c["restart_count"], 1)
+            self.assertEqual(c["last_exit_code"], 1)
+        self.assertIn("CrashLoopBackOff", f["message"])
+        [loop] = [f for f in findings(report, "pod.crashloop") if f["subject"] == f"{ns}/exporter"]
+        self.assertEqual(loop["evidence"]["node"], "cpu-node-01")
+        self.assertIn("code 3", loop["message"])
+        self.cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def deploy_manifests():
+    """Every Kubernetes manifest under deploy/, as (description, kubectl arguments)."""
+    out = []
+    for kustomization in sorted(glob.glob(os.path.join(SOURCE, "deploy", "**", "kustomization.yaml"),
+                                          recursive=True)):
+        out.append((os.path.relpath(os.path.dirname(kustomization), SOURCE),
+                    ["-k", os.path.dirname(kustomization)]))
+    for path in sorted(glob.glob(os.path.join(SOURCE, "deploy", "**", "*.yaml"), recursive=True)):
+        rel = os.path.relpath(path, SOURCE)
+        with open(path) as f:
+            text = f.read()
+        if "apiVersion:" not in text or "kind: Kustomization" in text:
+            continue  # not a Kubernetes object (Prometheus rules, their tests) or a kustomization
+        out.append((rel, ["-f", path]))
+    return out
+
+
+# Manifests that use API fields 1.20 does not have; what replaces them on 1.20 is said beside.
+NEEDS_NEWER = {
+    # completionMode: Indexed is 1.21+ (beta 1.22); on 1.20 the same benchmark is one Job per rank.
+    "deploy/examples/bench-net-indexed-job.yaml": "Indexed Jobs need Kubernetes 1.21+",
+    "deploy/examples/bench-storage-job.yaml": "Indexed Jobs need Kubernetes 1.21+",
+}
+
+
+class RbacTest(ClusterTestCase):
+    """Every manifest applies (server dry-run, then for real); each component gets exactly its rights."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.tmp = tempfile.mkdtemp(prefix="tocsin-rbac-")
+        c = cls.cluster
+        c.kubectl("delete", "namespace", "tocsin", "--ignore-not-found", "--wait=true", timeout=120)
+        # A server dry-run cannot create the namespace the other objects go into: it must exist.
+        c.kubectl("create", "namespace", "tocsin")
+        manifests = deploy_manifests()
+        for rel, args in manifests:
+            if rel in NEEDS_NEWER:
+                continue
+            c.kubectl("apply", "--dry-run=server", *args)
+            c.kubectl("apply", *args)
+        # The agent DaemonSet as deployed runs on every node (the test kubelet runs its pods with
+        # the ServiceAccount token the admission plugin mounted) and writes each node's conditions.
+        # Then it is removed, so that the agent run by hand below is the only writer of gpu-node-01.
+        cls.daemonset_conditions, cls.daemonset_skip = None, ""
+        if os.geteuid() != 0:
+            cls.daemonset_skip = ("not root: the test kubelet mounts no volumes (the agent's "
+                                  "ServiceAccount token and ConfigMap) and runs no node namespaces")
+        else:
+            def conditions():
+                out = {}
+                for n in c.get("nodes")["items"]:
+                    types = {x["type"]: x for x in n["status"].get("conditions", [])}
+                    if "TocsinChecksStale" in types:
+                        out[n["metadata"]["name"]] = types
+                return out if len(out) == 3 else None
+            try:
+                cls.daemonset_conditions = c.wait_for(conditions, 120,
+                                                      "the agent DaemonSet's conditions on 3 nodes")
+                cls.daemonset_status = c.get("daemonset", "-n", "tocsin", "tocsin-agent")["status"]
+            finally:
+                c.kubectl("delete", "daemonset", "-n", "tocsin", "tocsin-agent", "--wait=true",
+                          timeout=120)
+                c.wait_for(lambda: not c.get("pods", "-n", "tocsin")["items"], 60,
+                           "the agent's pods to be gone")
+
+    def test_every_manifest_was_found_and_applied(self):
+        found = [rel for rel, _ in deploy_manifests()]
+        # The manifests this test must cover: if they move, the test fails instead of passing empty.
+        for must in ("deploy/agent", "deploy/agent/rbac-taint.yaml", "deploy/rbac/audit.yaml"):
+            self.assertIn(must, found)
+        for kind, name in (("serviceaccount", "tocsin-agent"), ("serviceaccount", "tocsin-audit"),
+                           ("daemonset", "tocsin-agent"), ("configmap", "tocsin-agent")):
+            self.cluster.kubectl("get", "-n", "tocsin", kind, name)
+        self.cluster.kubectl("get", "clusterrole", "tocsin-agent", "tocsin-audit")
+
+    def token(self, name):
+        return self.cluster.service_account_token("tocsin", name)
+
+    def test_audit_runs_with_its_own_service_account(self):
+        kc = self.cluster.token_kubeconfig(os.path.join(self.tmp, "audit.kubeconfig"),
+                                           self.token("tocsin-audit"))
+        r = run_tocsin("audit", "-o", "json", "--kubeconfig", kc)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        report = json.loads(r.stdout)
+        self.assertEqual(report["inventory"]["nodes"], 3, report["inventory"])
+
+    def test_audit_is_denied_what_it_should_not_have(self):
+        token = self.token("tocsin-audit")
+        c = self.cluster
+        self.assertEqual(c.status_of("GET", "/api/v1/secrets", token=token), 403)
+        self.assertEqual(c.status_of("GET", "/api/v1/namespaces/tocsin/configmaps", token=token), 403)
+        self.assertEqual(c.status_of("DELETE", "/api/v1/namespaces/tocsin/pods/anything",
+                                     token=token), 403)
+        self.assertEqual(c.status_of("PATCH", "/api/v1/nodes/gpu-node-01", {"metadata": {}},
+                                     token=token, content_type="application/merge-patch+json"), 403)
+
+    def test_agent_daemonset_runs_with_its_own_service_account(self):
+        if self.daemonset_skip:
+            self.skipTest(self.daemonset_skip)
+        for node, conds in self.daemonset_conditions.items():
+            self.assertEqual(conds["TocsinChecksStale"]["status"], "False", node)
+            self.assertIn("Ready", conds, node)  # the kubelet's own conditions were kept
+        self.assertEqual(self.daemonset_status["desiredNumberScheduled"], 3)
+
+    def test_agent_writes_conditions_and_events_with_its_own_token(self):
+        """The agent by hand on a broken fixture node, as gpu-node-01, with its ServiceAccount's
+        token: the real apiserver merges its conditions into the node's (strategic merge by type)
+        and takes its Event."""
+        c = self.cluster
+        kc = c.token_kubeconfig(os.path.join(self.tmp, "agent.kubeconfig"), self.token("tocsin-agent"))
+        root = os.path.join(SOURCE, "testdata", "nodes", "ib-port-down")
+        agent = subprocess.Popen(
+            [tocsin_binary(), "agent", "--root", root, "--listen", "127.0.0.1:0",
+             "--kubeconfig", kc, "--reconcile", "200ms"],
+            env=dict(os.environ, NODE_NAME="gpu-node-01", KUBECONFIG=""),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            def degraded():
+                node = c.get("node", "gpu-node-01")
+                conds = {x["type"]: x for x in node["status"].get("conditions", [])}
+                cond = conds.get("RDMAFabricDegraded")
+                return conds if cond and cond["status"] == "True" else None
+            conds = c.wait_for(degraded, 60, "RDMAFabricDegraded=True on gpu-node-01")
+            self.assertEqual(conds["RDMAFabricDegraded"]["reason"], "RdmaPortDown")
+            self.assertEqual(conds["Ready"]["status"], "True")  # merged, not replaced
+            def event():
+                events = c.get("events", "-n", "default",
+                               "--field-selector", "involvedObject.name=gpu-node-01")["items"]
+                return [e for e in events if e.get("source", {}).get("component") == "tocsin-agent"]
+            [e] = c.wait_for(event, 30, "the agent's Event")
+            self.assertEqual((e["type"], e["reason"]), ("Warning", "RdmaPortDown"))
+            self.assertEqual(e["involvedObject"]["kind"], "Node")
+        finally:
+            agent.terminate()
+            _, err = agent.communicate(timeout=10)
+        self.assertEqual(agent.returncode, 0, err)
+        self.assertNotIn("403", err)
+
+    def test_agent_has_nodes_status_but_not_nodes(self):
+        token = self.token("tocsin-agent")
+        c = self.cluster
+        patch = {"metadata": {"labels": {"tocsin-test": "x"}}}
+        self.assertEqual(c.status_of("PATCH", "/api/v1/nodes/gpu-node-01", patch, token=token,
+                                     content_type="application/merge-patch+json"), 403)
+        self.assertEqual(c.status_of("GET", "/api/v1/secrets", token=token), 403)
+        self.assertEqual(c.status_of("DELETE", "/api/v1/namespaces/tocsin/pods/anything",
+                                     token=token), 403)
+        self.assertEqual(c.status_of("GET", "/api/v1/nodes", token=token), 403)  # get, not list
+        # What it is granted, as the real authorizer decides it (no write needed to know).
+        for verb, resource, sub in (("patch", "nodes", "status"), ("get", "nodes", ""),
+                                    ("list", "pods", "")):
+            review = c.api("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": {"verb": verb, "resource": resource,
+                                                "subresource": sub, "name": "gpu-node-01"}}},
+                token=token)
+            self.assertTrue(review["status"]["allowed"], (verb, resource, sub))
+
+
+if __name__ == "__main__":
+    if load_env()[0] is None:
+        print("SKIPPED:", load_env()[1])
+        sys.exit(77)
+    unittest.main(verbosity=2)
