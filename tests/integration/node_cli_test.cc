@@ -189,6 +189,14 @@ TEST(NodeCliTest, PortDownDegradedRateAndErrors) {
   auto missing = FindingsOf(strict.report, "rdma.device.missing");
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_EQ(missing[0]["evidence"]["active_ports"], 3);
+
+  // A floor the 2X port meets does not hide that it lost half its lanes.
+  JsonRun met = Node("ib-port-down", {"--expect-rate", "200"});
+  rate = FindingsOf(met.report, "rdma.port.rate");
+  ASSERT_EQ(rate.size(), 1u);
+  EXPECT_EQ(rate[0]["subject"], "mlx5_3/1");
+  EXPECT_EQ(rate[0]["severity"], "warning");
+  EXPECT_EQ(rate[0]["evidence"]["peer_rate_gbps"], 400);
 }
 
 TEST(NodeCliTest, FailOnAndObserveOnlyChooseTheExitCode) {
