@@ -178,6 +178,35 @@ def train_pod(job, index, node_name, rdma=True, ipc_lock=True, shared=True, env=
                                               "state": {"running": {"startedAt": created}}}]}}
 
 
+def mpi_pod(job, role, index, node_name):
+    """A pod of an mpi-operator v2beta1 MPIJob: the operator labels its pods
+    training.kubeflow.org/{job-name,job-role,operator-name} (defaultLabels in
+    v2/pkg/controller/mpi_job_controller.go); the launcher's pod belongs to a batch Job and runs
+    only mpirun, on a CPU node, without GPUs, RDMA or IPC_LOCK."""
+    pod = train_pod(job, index, node_name, rdma=role == "worker", ipc_lock=role == "worker",
+                    shared=role == "worker", network="rdma-net" if role == "worker" else None)
+    name = "%s-%s" % (job, role) + ("-%d" % index if role == "worker" else "-x7k2p")
+    meta = pod["metadata"]
+    meta.update({"name": name, "uid": "uid-pod-" + name})
+    meta["labels"] = {"training.kubeflow.org/job-name": job,
+                      "training.kubeflow.org/job-role": role,
+                      "training.kubeflow.org/operator-name": "mpi-operator"}
+    if role == "worker":
+        meta["labels"]["training.kubeflow.org/replica-index"] = str(index)
+        meta["ownerReferences"][0].update({"apiVersion": "kubeflow.org/v2beta1",
+                                           "kind": "MPIJob"})
+    else:
+        meta["labels"].update({"batch.kubernetes.io/job-name": job + "-launcher",
+                               "job-name": job + "-launcher"})
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                    "name": job + "-launcher", "uid": "uid-job-launcher-" + job,
+                                    "controller": True}]
+        container = pod["spec"]["containers"][0]
+        container.update({"name": "launcher", "image": "mpioperator/openmpi:0.6.0",
+                          "resources": {}})
+    return pod
+
+
 def as_list(items):
     return {"apiVersion": "v1", "kind": "List", "items": items,
             "metadata": {"resourceVersion": ""}}
@@ -231,6 +260,10 @@ def main():
     healthy += [daemonset(3, 3)] + [plugin_pod(n) for n in gpu_nodes]
     healthy += [app_pod("exporter-a", "cpu-node-01")]
     healthy += [train_pod("llama-pt", 0, "gpu-node-01"), train_pod("llama-pt", 1, "gpu-node-02")]
+    # An MPIJob whose launcher runs mpirun on the CPU node; its workers hold the fabric.
+    healthy += [mpi_pod("bert-mpi", "launcher", 0, "cpu-node-01"),
+                mpi_pod("bert-mpi", "worker", 0, "gpu-node-02"),
+                mpi_pod("bert-mpi", "worker", 1, "gpu-node-03")]
     write("healthy.json", as_list(healthy))
     with open(os.path.join(OUT, "healthy.yaml"), "w") as f:
         f.write(to_yaml(as_list(healthy)) + "\n")

@@ -148,8 +148,8 @@ void CheckDaemonSets(const k8s::Snapshot& snap, const Options& opt, std::vector<
       why += fmt::format("; restart counts up to {} (they grow with back-off and hide the age)",
                          max_restarts);
     }
-    f.message = fmt::format("{} of {} pods ready on {:.0f}% of its nodes: {}{}; image {}", ds.ready,
-                            ds.desired, share * 100, state, why,
+    f.message = fmt::format("{} of {} pods ready (missing on {:.0f}% of its nodes): {}{}; image {}",
+                            ds.ready, ds.desired, share * 100, state, why,
                             Join({images.begin(), images.end()}, ", "));
     f.evidence = {{"desired", ds.desired},
                   {"current", ds.current},
