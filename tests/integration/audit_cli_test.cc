@@ -40,6 +40,17 @@ TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
   }
 }
 
+// The SR-IOV plugin's pool is RDMA because its own ConfigMap says isRdma: no false alarm.
+TEST(AuditCliTest, SriovClusterIsCleanFromItsPluginConfig) {
+  JsonRun r = Audit({"sriov.json"}, {"--fail-on", "info"});
+  EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(2);
+  EXPECT_TRUE(r.report["findings"].empty());
+  EXPECT_EQ(r.report["inventory"]["device_plugins"][0]["daemonset"],
+            "kube-system/kube-sriov-device-plugin");
+  EXPECT_EQ(r.report["inventory"]["plugin_config"]["rdma_resources"],
+            json::array({"mellanox.com/ib_rdma"}));
+}
+
 TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
   JsonRun r = Audit({"plugin-crashloop.json"});
   EXPECT_EQ(r.exit_code, 1);
