@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        {tocsin::storage::ParseMountInfo(text), tocsin::storage::ParseProcMounts(text)}) {
     for (const auto& m : table.mounts) {
       tocsin::storage::ParseLustreSource(m.source);
-      tocsin::storage::IsSharedFsType(m.fstype);
+      tocsin::storage::IsSharedMount(m);  // IsSharedFsType and IsLustreTarget
     }
     tocsin::storage::FindMount(table, "/mnt/lustre");
   }

@@ -178,6 +178,85 @@ def train_pod(job, index, node_name, rdma=True, ipc_lock=True, shared=True, env=
                                               "state": {"running": {"startedAt": created}}}]}}
 
 
+def mpi_pod(job, role, index, node_name):
+    """A pod of an mpi-operator v2beta1 MPIJob: the operator labels its pods
+    training.kubeflow.org/{job-name,job-role,operator-name} (defaultLabels in
+    v2/pkg/controller/mpi_job_controller.go); the launcher's pod belongs to a batch Job and runs
+    only mpirun, on a CPU node, without GPUs, RDMA or IPC_LOCK."""
+    pod = train_pod(job, index, node_name, rdma=role == "worker", ipc_lock=role == "worker",
+                    shared=role == "worker", network="rdma-net" if role == "worker" else None)
+    name = "%s-%s" % (job, role) + ("-%d" % index if role == "worker" else "-x7k2p")
+    meta = pod["metadata"]
+    meta.update({"name": name, "uid": "uid-pod-" + name})
+    meta["labels"] = {"training.kubeflow.org/job-name": job,
+                      "training.kubeflow.org/job-role": role,
+                      "training.kubeflow.org/operator-name": "mpi-operator"}
+    if role == "worker":
+        meta["labels"]["training.kubeflow.org/replica-index"] = str(index)
+        meta["ownerReferences"][0].update({"apiVersion": "kubeflow.org/v2beta1",
+                                           "kind": "MPIJob"})
+    else:
+        meta["labels"].update({"batch.kubernetes.io/job-name": job + "-launcher",
+                               "job-name": job + "-launcher"})
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                    "name": job + "-launcher", "uid": "uid-job-launcher-" + job,
+                                    "controller": True}]
+        container = pod["spec"]["containers"][0]
+        container.update({"name": "launcher", "image": "mpioperator/openmpi:0.6.0",
+                          "resources": {}})
+    return pod
+
+
+SRIOV_IMAGE = "ghcr.io/k8snetworkplumbingwg/sriov-network-device-plugin:v3.9.0"
+SRIOV_RDMA = "mellanox.com/ib_rdma"
+# The SR-IOV network device plugin's ConfigMap (deployments/configMap.yaml: sriovdp-config,
+# key config.json; README "Config parameters"): an isRdma pool with its own resourcePrefix, and
+# an Ethernet pool without RDMA under the default prefix (intel.com).
+SRIOV_CONFIG = {"resourceList": [
+    {"resourceName": "ib_rdma", "resourcePrefix": "mellanox.com",
+     "selectors": [{"vendors": ["15b3"], "devices": ["101e"], "drivers": ["mlx5_core"],
+                    "linkTypes": ["infiniband"], "isRdma": True}]},
+    {"resourceName": "sriov_eth", "selectors": {"vendors": ["15b3"], "linkTypes": ["ether"]}}]}
+
+
+def sriov_cluster(healthy, gpu_nodes):
+    """healthy.json with the SR-IOV network device plugin in place of the shared RDMA plugin."""
+    out = []
+    for obj in copy.deepcopy(healthy):
+        kind, meta = obj["kind"], obj["metadata"]
+        if kind == "Node" and meta["name"] in gpu_nodes:
+            for key in ("allocatable", "capacity"):
+                obj["status"][key].pop("rdma/hca_shared_devices_a", None)
+                obj["status"][key][SRIOV_RDMA] = "8"
+                obj["status"][key]["intel.com/sriov_eth"] = "8"
+        elif kind == "DaemonSet":
+            meta.update({"name": "kube-sriov-device-plugin", "uid": "uid-ds-sriov"})
+            spec = obj["spec"]["template"]["spec"]
+            spec["containers"] = [{"name": "kube-sriovdp", "image": SRIOV_IMAGE,
+                                   "args": ["--log-dir=sriovdp", "--log-level=10"],
+                                   "volumeMounts": [{"name": "config-volume",
+                                                     "mountPath": "/etc/pcidp"}]}]
+            spec["volumes"] = [{"name": "config-volume",
+                                "configMap": {"name": "sriovdp-config",
+                                              "items": [{"key": "config.json",
+                                                         "path": "config.json"}]}}]
+        elif kind == "Pod" and meta["namespace"] == "kube-system":
+            meta["name"] = meta["name"].replace("rdma-shared-dp-ds", "kube-sriov-device-plugin")
+            meta["ownerReferences"][0].update({"name": "kube-sriov-device-plugin",
+                                               "uid": "uid-ds-sriov"})
+        elif kind == "Pod":
+            for c in obj["spec"]["containers"]:
+                for amounts in c.get("resources", {}).values():
+                    if "rdma/hca_shared_devices_a" in amounts:
+                        amounts[SRIOV_RDMA] = amounts.pop("rdma/hca_shared_devices_a")
+        out.append(obj)
+    out.append({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "sriovdp-config", "namespace": "kube-system",
+                             "creationTimestamp": ts(300)},
+                "data": {"config.json": json.dumps(SRIOV_CONFIG, indent=2)}})
+    return out
+
+
 def as_list(items):
     return {"apiVersion": "v1", "kind": "List", "items": items,
             "metadata": {"resourceVersion": ""}}
@@ -231,9 +310,16 @@ def main():
     healthy += [daemonset(3, 3)] + [plugin_pod(n) for n in gpu_nodes]
     healthy += [app_pod("exporter-a", "cpu-node-01")]
     healthy += [train_pod("llama-pt", 0, "gpu-node-01"), train_pod("llama-pt", 1, "gpu-node-02")]
+    # An MPIJob whose launcher runs mpirun on the CPU node; its workers hold the fabric.
+    healthy += [mpi_pod("bert-mpi", "launcher", 0, "cpu-node-01"),
+                mpi_pod("bert-mpi", "worker", 0, "gpu-node-02"),
+                mpi_pod("bert-mpi", "worker", 1, "gpu-node-03")]
     write("healthy.json", as_list(healthy))
     with open(os.path.join(OUT, "healthy.yaml"), "w") as f:
         f.write(to_yaml(as_list(healthy)) + "\n")
+
+    # A healthy SR-IOV cluster: its RDMA pool is named only by the plugin's own config.
+    write("sriov.json", as_list(sriov_cluster(healthy, gpu_nodes)))
 
     # The seed's failure: the device plugin crash-looped on every node for 271 days, the restart
     # counters in the tens of thousands, the last exit minutes ago.

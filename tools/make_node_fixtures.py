@@ -369,7 +369,20 @@ def main():
         ("osc", "OST0001", "EVICTED", HEALTHY_HISTORY + [
             (1764300000, "DISCONN"), (1764300005, "CONNECTING"), (1764300010, "EVICTED")], 14),
         ("osc", "OST0002", "IDLE", HEALTHY_HISTORY + [(1764000000, "IDLE")], 0),
+        ("osc", "OST0003", "DISCONN", HEALTHY_HISTORY + [(1764310000, "DISCONN")], 0),
     ])
+    # OST0003's import cannot be read (a directory: EISDIR); its state file says DISCONN.
+    ost3 = "/proc/fs/lustre/osc/testfs-OST0003-osc-ffff8c5a4b6e9000"
+    os.remove(t.path(ost3 + "/import"))
+    t.write(ost3 + "/import/.keep", "")  # a file inside, so that git keeps the directory
+
+    # 5b. A Lustre OSS: two OSTs mounted with type lustre (an ldiskfs block device and a ZFS
+    #     dataset), no client mount. Its targets are not client mounts.
+    t = Tree("lustre-server")
+    base_node(t, "oss-01", [
+        "40 27 253:3 / /mnt/testfs/ost0 rw,relatime shared:42 - lustre /dev/mapper/ost0 rw",
+        "41 27 0:61 / /mnt/testfs/ost1 rw,relatime shared:43 - lustre ostpool/ost1 rw"])
+    hca(t, Pci(t, 0x00, 0), 0, CX7, hostname="oss-01")
 
     # 6. A node with nothing: no RDMA, no GPUs, no shared filesystem.
     t = Tree("empty")

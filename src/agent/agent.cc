@@ -42,7 +42,7 @@ Status Agent::Discover() {
   storage::Scan storage = storage::ScanStorage(*env);
   size_t ports = 0, shared = 0;
   for (const auto& d : rdma.devices) ports += d.ports.size();
-  for (const auto& m : storage.mounts.mounts) shared += storage::IsSharedFsType(m.fstype);
+  for (const auto& m : storage.mounts.mounts) shared += storage::IsSharedMount(m);
   Log("discover: root " + options_.root + ": " + std::to_string(rdma.devices.size()) +
       " RDMA devices (" + std::to_string(ports) + " ports), " + std::to_string(gpus.gpus.size()) +
       " GPUs, " + std::to_string(shared) + " shared mounts, " +

@@ -180,7 +180,7 @@ void LustreStatsFamilies(const storage::LustreStats& stats, const Labels& base,
 
 void StorageFamilies(const storage::Scan& scan, Families& fam) {
   for (const auto& m : scan.mounts.mounts) {
-    if (!storage::IsSharedFsType(m.fstype)) continue;
+    if (!storage::IsSharedMount(m)) continue;
     fam.Family("tocsin_shared_mount_info",
                "Constant 1 per mounted shared filesystem (Lustre, NFS, BeeGFS, ...).",
                MetricType::Gauge)

@@ -148,8 +148,8 @@ void CheckDaemonSets(const k8s::Snapshot& snap, const Options& opt, std::vector<
       why += fmt::format("; restart counts up to {} (they grow with back-off and hide the age)",
                          max_restarts);
     }
-    f.message = fmt::format("{} of {} pods ready on {:.0f}% of its nodes: {}{}; image {}", ds.ready,
-                            ds.desired, share * 100, state, why,
+    f.message = fmt::format("{} of {} pods ready (missing on {:.0f}% of its nodes): {}{}; image {}",
+                            ds.ready, ds.desired, share * 100, state, why,
                             Join({images.begin(), images.end()}, ", "));
     f.evidence = {{"desired", ds.desired},
                   {"current", ds.current},
@@ -246,6 +246,12 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
       if (Owns(*ds, p)) plugin_pods[p.node_name].push_back({ds, &p});
     }
   }
+  // What IsRdmaResource accepts, for the findings that say no RDMA resource was found.
+  std::vector<std::string> considered = {"rdma/*", "vpc.amazonaws.com/efa", "nvidia.com/*rdma*",
+                                         "nvidia.com/*hostdev*", "nvidia.com/*mlnx*"};
+  considered.insert(considered.end(), opt.rdma_resources.begin(), opt.rdma_resources.end());
+  considered.insert(considered.end(), opt.plugin_config.rdma_resources.begin(),
+                    opt.plugin_config.rdma_resources.end());
   for (const Node* n : fabric) {
     // Coverage: a Ready device-plugin pod on the node.
     if (!plugins.empty()) {
@@ -300,16 +306,20 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
       if (!v || *v > 0) positive = true;  // non-integer quantities ("1k") count as present
     }
     if (!positive) {
-      out.push_back({"node.rdma.unadvertised",
-                     Severity::kError,
-                     n->name,
-                     advertised.empty()
-                         ? "RDMA hardware but allocatable has no RDMA resource: pods cannot "
-                           "request the fabric here"
-                         : "RDMA hardware but every RDMA resource is 0 in allocatable: the "
-                           "device plugin found no devices",
-                     std::nullopt,
-                     {{"rdma_resources", advertised}}});
+      out.push_back(
+          {"node.rdma.unadvertised",
+           Severity::kError,
+           n->name,
+           (advertised.empty() ? "RDMA hardware but allocatable has no RDMA resource: pods cannot "
+                                 "request the fabric here"
+                               : "RDMA hardware but every RDMA resource is 0 in allocatable: the "
+                                 "device plugin found no devices") +
+               std::string(" (RDMA resources considered: ") + Join(considered, ", ") + ")",
+           std::nullopt,
+           {{"rdma_resources", advertised},
+            {"considered", considered},
+            {"plugin_config_sources", opt.plugin_config.sources},
+            {"plugin_config_errors", opt.plugin_config.errors}}});
     }
   }
 }
@@ -342,9 +352,8 @@ bool IsDevicePlugin(const DaemonSet& ds, const Options& options) {
 }
 
 bool IsRdmaResource(const std::string& name, const Options& options) {
-  if (std::find(options.rdma_resources.begin(), options.rdma_resources.end(), name) !=
-      options.rdma_resources.end()) {
-    return true;
+  for (const auto* names : {&options.rdma_resources, &options.plugin_config.rdma_resources}) {
+    if (std::find(names->begin(), names->end(), name) != names->end()) return true;
   }
   if (name.rfind("rdma/", 0) == 0 || name == "vpc.amazonaws.com/efa") return true;
   if (name.rfind("nvidia.com/", 0) == 0) {

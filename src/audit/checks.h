@@ -10,6 +10,13 @@
 
 namespace tocsin::audit {
 
+// RDMA resource names read from the device plugins' ConfigMaps (plugin_config.h).
+struct PluginConfig {
+  std::vector<std::string> rdma_resources;  // sorted, unique
+  std::vector<std::string> sources;         // "NS/CONFIGMAP KEY" documents read
+  std::vector<std::string> errors;          // documents that are not JSON objects
+};
+
 struct Options {
   TimePoint now;                            // --now, or the clock
   std::vector<std::string> device_plugins;  // --device-plugin NS/NAME
@@ -17,6 +24,7 @@ struct Options {
   std::vector<std::string> rdma_resources;  // --rdma-resource NAME
   std::string fabric_network;  // --fabric-network NAME (Multus attachment of the fabric)
   std::string topology_label;  // --topology-label (default: GKE, NVIDIA, AWS, zone labels)
+  PluginConfig plugin_config;  // WithPluginConfig (plugin_config.h)
 };
 
 // Fabric nodes: --fabric-nodes, else Node Feature Discovery's Mellanox PCI / RDMA labels.
@@ -24,8 +32,8 @@ bool IsFabricNode(const k8s::Node& node, const Options& options);
 // RDMA device-plugin DaemonSets: --device-plugin, else recognised by name or image (Mellanox
 // k8s-rdma-shared-dev-plugin, SR-IOV network device plugin, AWS EFA device plugin).
 bool IsDevicePlugin(const k8s::DaemonSet& ds, const Options& options);
-// RDMA extended resources: rdma/*, vpc.amazonaws.com/efa, nvidia.com/* RDMA/hostdev pools, or
-// --rdma-resource.
+// RDMA extended resources: rdma/*, vpc.amazonaws.com/efa, nvidia.com/* RDMA/hostdev pools,
+// --rdma-resource, or a pool the device plugins' config declares (plugin_config).
 bool IsRdmaResource(const std::string& name, const Options& options);
 
 // daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready

@@ -29,6 +29,11 @@ const std::string* Label(const k8s::StringMap& labels, const char* key) {
   return it == labels.end() ? nullptr : &it->second;
 }
 
+std::string Lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 // "kind/namespace/name" of the job a pod belongs to; empty for pods outside a job.
 std::string JobKey(const Pod& p) {
   if (auto* v = Label(p.labels, "training.kubeflow.org/job-name")) {
@@ -44,16 +49,38 @@ std::string JobKey(const Pod& p) {
   return "";
 }
 
-bool Requests(const Pod& p, const Options& opt) {
+// Whether a container of the pod asks for a non-zero quantity of a resource `wanted` accepts.
+template <typename Wanted>
+bool RequestsAny(const Pod& p, Wanted wanted) {
   for (const auto& c : p.containers) {
     for (const auto* m : {&c.requests, &c.limits}) {
       for (const auto& [name, qty] : *m) {
         auto v = ParseInt64(qty);
-        if (IsRdmaResource(name, opt) && (!v || *v > 0)) return true;
+        if (wanted(name) && (!v || *v > 0)) return true;
       }
     }
   }
   return false;
+}
+
+bool Requests(const Pod& p, const Options& opt) {
+  return RequestsAny(p, [&](const std::string& name) { return IsRdmaResource(name, opt); });
+}
+
+// An MPI launcher only runs mpirun; the workers hold the GPUs and the fabric. mpi-operator v2
+// labels it training.kubeflow.org/job-role=launcher, training-operator's MPIJob
+// training.kubeflow.org/replica-type=launcher (docs/FORMATS.md, "Training operators"). A launcher
+// that asks for a GPU runs ranks too (mpi-operator's isGPULauncher: a limit named *.com/gpu or
+// containing "gpu"), and so does one that asks for the fabric: those count as training pods.
+bool IsTrainingPod(const Pod& p, const Options& opt) {
+  bool launcher = false;
+  for (const char* key : {"training.kubeflow.org/job-role", "training.kubeflow.org/replica-type"}) {
+    if (auto* v = Label(p.labels, key)) launcher |= Lower(*v) == "launcher";
+  }
+  if (!launcher) return true;
+  return Requests(p, opt) || RequestsAny(p, [](const std::string& name) {
+           return name.find("gpu") != std::string::npos;
+         });
 }
 
 bool HasIpcLock(const Pod& p) {
@@ -74,15 +101,12 @@ std::string EnvValue(const Pod& p, const std::string& name) {
   return "";
 }
 
-std::string Lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 struct Job {
   std::string key;
   std::vector<const Pod*> pods;
-  std::set<std::string> nodes;
+  std::vector<const Pod*> training;    // pods that run ranks (IsTrainingPod)
+  std::vector<std::string> launchers;  // the others: MPI launchers that only run mpirun
+  std::set<std::string> nodes;         // the training pods' nodes
   int64_t world_size = 0;
   std::optional<TimePoint> since;  // the earliest pod creation
 };
@@ -100,7 +124,12 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
     Job& j = jobs[key];
     j.key = key;
     j.pods.push_back(&p);
-    if (!p.node_name.empty()) j.nodes.insert(p.node_name);
+    if (IsTrainingPod(p, opt)) {
+      j.training.push_back(&p);
+      if (!p.node_name.empty()) j.nodes.insert(p.node_name);
+    } else {
+      j.launchers.push_back(p.name);
+    }
     if (auto ws = ParseInt64(EnvValue(p, "WORLD_SIZE"))) j.world_size = std::max(j.world_size, *ws);
     if (p.created && (!j.since || *p.created < *j.since)) j.since = p.created;
   }
@@ -111,12 +140,16 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
     any_fabric |= IsFabricNode(n, opt);
   }
   for (const auto& [key, j] : jobs) {
+    // Placement and the fabric are judged by the pods that run ranks (not an MPI launcher).
     if (j.nodes.size() < 2 && j.world_size <= 1) continue;  // single-node: no fabric needed
-    std::string shape =
-        fmt::format("{} pods on {} nodes{}", j.pods.size(), j.nodes.size(),
-                    j.world_size > 1 ? fmt::format(", WORLD_SIZE={}", j.world_size) : "");
-    bool rdma =
-        std::any_of(j.pods.begin(), j.pods.end(), [&](const Pod* p) { return Requests(*p, opt); });
+    std::string shape = fmt::format(
+        "{} pods on {} nodes{}{}", j.training.size(), j.nodes.size(),
+        j.world_size > 1 ? fmt::format(", WORLD_SIZE={}", j.world_size) : "",
+        j.launchers.empty() ? ""
+                            : fmt::format(" (and {} MPI launcher{})", j.launchers.size(),
+                                          j.launchers.size() == 1 ? "" : "s"));
+    bool rdma = std::any_of(j.training.begin(), j.training.end(),
+                            [&](const Pod* p) { return Requests(*p, opt); });
     if (!rdma) {
       out.push_back({"job.rdma.not-requested",
                      Severity::kError,
@@ -124,7 +157,7 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
                      shape + ": no pod requests an RDMA resource, so NCCL falls back to TCP "
                              "sockets without an error (about half the throughput)",
                      j.since,
-                     {{"pods", j.pods.size()}, {"nodes", j.nodes}}});
+                     {{"pods", j.training.size()}, {"nodes", j.nodes}}});
     }
     // NCCL settings in the pod spec that turn the fabric off.
     std::set<std::string> bad_env;
@@ -145,7 +178,7 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
     }
     if (!opt.fabric_network.empty()) {
       std::vector<std::string> missing;
-      for (const Pod* p : j.pods) {
+      for (const Pod* p : j.training) {
         auto it = p->annotations.find("k8s.v1.cni.cncf.io/networks");
         if (it == p->annotations.end() ||
             it->second.find(opt.fabric_network) == std::string::npos) {
@@ -158,14 +191,14 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
                        Subject(j),
                        fmt::format("{} of {} pods do not attach the fabric network {} "
                                    "(k8s.v1.cni.cncf.io/networks)",
-                                   missing.size(), j.pods.size(), opt.fabric_network),
+                                   missing.size(), j.training.size(), opt.fabric_network),
                        j.since,
                        {{"pods_without_network", missing}}});
       }
     }
     if (rdma) {
       std::vector<std::string> no_lock;
-      for (const Pod* p : j.pods) {
+      for (const Pod* p : j.training) {
         if (!HasIpcLock(*p)) no_lock.push_back(p->name);
       }
       if (!no_lock.empty()) {
@@ -174,7 +207,7 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
                        Subject(j),
                        fmt::format("{} of {} pods request RDMA without IPC_LOCK (or privileged): "
                                    "RDMA memory registration needs locked memory",
-                                   no_lock.size(), j.pods.size()),
+                                   no_lock.size(), j.training.size()),
                        j.since,
                        {{"pods", no_lock}}});
       }
@@ -219,9 +252,10 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
             {"job.placement.non-fabric",
              Severity::kError,
              Subject(j),
-             fmt::format("{} of its nodes have no RDMA fabric: {}", off.size(), Join(off, ", ")),
+             fmt::format("{} of its {} nodes {} no RDMA fabric: {}", off.size(), j.nodes.size(),
+                         off.size() == 1 ? "has" : "have", Join(off, ", ")),
              j.since,
-             {{"nodes", off}}});
+             {{"nodes", off}, {"launchers_not_counted", j.launchers}}});
       }
     }
     bool shared = std::any_of(j.pods.begin(), j.pods.end(),

@@ -19,10 +19,18 @@ nlohmann::json Inventory(const k8s::Snapshot& snap, const Options& opt) {
                        {"desired", ds.desired},
                        {"ready", ds.ready}});
   }
-  return {{"sources", snap.sources},    {"now", FormatRfc3339(opt.now)},
-          {"nodes", snap.nodes.size()}, {"fabric_nodes", fabric},
-          {"pods", snap.pods.size()},   {"daemonsets", snap.daemonsets.size()},
-          {"device_plugins", plugins},  {"other_kinds", snap.other_kinds}};
+  return {{"sources", snap.sources},
+          {"now", FormatRfc3339(opt.now)},
+          {"nodes", snap.nodes.size()},
+          {"fabric_nodes", fabric},
+          {"pods", snap.pods.size()},
+          {"daemonsets", snap.daemonsets.size()},
+          {"device_plugins", plugins},
+          {"other_kinds", snap.other_kinds},
+          {"plugin_config",
+           {{"rdma_resources", opt.plugin_config.rdma_resources},
+            {"sources", opt.plugin_config.sources},
+            {"errors", opt.plugin_config.errors}}}};
 }
 
 std::vector<Table> Tables(const k8s::Snapshot& snap, const Options& opt) {

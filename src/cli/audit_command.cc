@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "audit/checks.h"
+#include "audit/plugin_config.h"
 #include "cli/report_flags.h"
 #include "k8s/api_client.h"
 #include "k8s/decode.h"
@@ -30,7 +31,7 @@ struct AuditFlags {
 
 // Lists the cluster through the API; errors (credentials, TLS, HTTP, decoding) are input
 // errors that name the server and the request.
-int LoadLive(const AuditFlags& f, k8s::Snapshot& snapshot) {
+int LoadLive(const AuditFlags& f, const audit::Options& audit_options, k8s::Snapshot& snapshot) {
   auto access = k8s::ResolveAccess({f.kubeconfig, f.context}, k8s::AccessEnvironment());
   if (!access.ok()) return UsageError(access.status().message());
   if (access->insecure_skip_tls_verify) {
@@ -43,7 +44,8 @@ int LoadLive(const AuditFlags& f, k8s::Snapshot& snapshot) {
   options.connect_timeout = std::min(options.connect_timeout, options.request_timeout);
   options.page_size = f.chunk_size;
   auto client = k8s::ApiClient::Create(*access, options);
-  Status st = client.ok() ? k8s::LoadCluster(**client, snapshot) : client.status();
+  auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, audit_options); };
+  Status st = client.ok() ? k8s::LoadCluster(**client, snapshot, plugin) : client.status();
   if (!st.ok()) {
     std::cerr << "tocsin: error: " << access->server << " (" << access->origin
               << "): " << st.message() << "\n";
@@ -85,8 +87,9 @@ int RunAudit(const AuditFlags& f) {
     if (!st.ok()) return UsageError("--from " + st.message());
   }
   if (f.from.empty()) {
-    if (int rc = LoadLive(f, snapshot); rc != 0) return rc;
+    if (int rc = LoadLive(f, options, snapshot); rc != 0) return rc;
   }
+  options = audit::WithPluginConfig(snapshot, options);
   Report report;
   report.command = "audit";
   report.host = f.from.empty() ? snapshot.sources.back() : "snapshot";
@@ -108,8 +111,8 @@ Command AddAuditCommand(CLI::App& parent) {
       "nodes, crash loops, with onset times");
   flags->report.AddTo(cmd);
   cmd->add_option("--from", flags->from,
-                  "Snapshot: kubectl get nodes,pods,daemonsets -A -o json|yaml (repeatable, - for "
-                  "stdin); without it the live API is read");
+                  "Snapshot: kubectl get nodes,pods,daemonsets,configmaps -A -o json|yaml "
+                  "(repeatable, - for stdin); without it the live API is read");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster "
                   "service account)");
@@ -129,7 +132,8 @@ Command AddAuditCommand(CLI::App& parent) {
                   "Discovery labels)");
   cmd->add_option("--rdma-resource", flags->rdma_resources,
                   "Extended resource that grants the fabric (repeatable; rdma/*, "
-                  "vpc.amazonaws.com/efa and nvidia.com/*rdma*|*hostdev* are known)");
+                  "vpc.amazonaws.com/efa, nvidia.com/*rdma*|*hostdev* and the pools the device "
+                  "plugins' ConfigMaps declare are known)");
   cmd->add_option("--fabric-network", flags->fabric_network,
                   "Multus network that carries the fabric: multi-node job pods must attach it");
   cmd->add_option("--topology-label", flags->topology_label,

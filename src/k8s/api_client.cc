@@ -346,7 +346,8 @@ Status ApiClient::List(const std::string& collection, const std::string& kind, S
 
 namespace tocsin::k8s {
 
-Status LoadCluster(ApiClient& client, Snapshot& out) {
+Status LoadCluster(ApiClient& client, Snapshot& out,
+                   const std::function<bool(const DaemonSet&)>& read_configs_of) {
   struct Collection {
     const char* path;
     const char* kind;
@@ -359,6 +360,19 @@ Status LoadCluster(ApiClient& client, Snapshot& out) {
     if (!st.ok()) return st;
     out.sources.resize(sources);  // one source per cluster, not per page
   }
+  size_t sources = out.sources.size();
+  size_t daemonsets = out.daemonsets.size();  // a body of another kind must not extend the loop
+  for (size_t i = 0; read_configs_of && i < daemonsets; ++i) {
+    if (!read_configs_of(out.daemonsets[i])) continue;
+    std::string ns = out.daemonsets[i].ns;
+    std::vector<std::string> names = out.daemonsets[i].config_maps;  // copied: decoding appends
+    for (const std::string& name : names) {
+      auto body = client.Get("/api/v1/namespaces/" + ns + "/configmaps/" + name);
+      Status st = body.ok() ? DecodeJson(*body, ns + "/" + name, out) : body.status();
+      if (!st.ok() && st.code() != StatusCode::kNotFound) out.load_errors.push_back(st.message());
+    }
+  }
+  out.sources.resize(sources);
   out.sources.push_back(client.access().server);
   return Status::Ok();
 }

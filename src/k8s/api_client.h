@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -81,8 +82,12 @@ class ApiClient {
   int requests_ = 0;
 };
 
-// Lists the objects the audit reads (nodes, pods, daemonsets; all namespaces) into `out`.
-Status LoadCluster(ApiClient& client, Snapshot& out);
+// Lists the objects the audit reads (nodes, pods, daemonsets; all namespaces) into `out`, then
+// GETs the ConfigMaps mounted by the DaemonSets `read_configs_of` accepts (a device plugin's
+// config). A ConfigMap that is missing is skipped; one that cannot be read is named in
+// out.load_errors (the audit goes on without it).
+Status LoadCluster(ApiClient& client, Snapshot& out,
+                   const std::function<bool(const DaemonSet&)>& read_configs_of = nullptr);
 
 // The error text of a Kubernetes Status body ({"kind":"Status","message":...}), or a short
 // excerpt of any other body.

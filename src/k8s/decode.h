@@ -9,7 +9,8 @@
 namespace tocsin::k8s {
 
 // Adds the objects of one `kubectl get ... -o json` output to `out`: a List (items of any
-// kind), a *List, or a single object. Nodes, Pods and DaemonSets are decoded; other kinds are
+// kind), a *List, or a single object. Nodes, Pods, DaemonSets and ConfigMaps (device-plugin
+// configs only) are decoded; other kinds are
 // counted. Errors name the source, the item and the field. Decodes with simdjson's on-demand
 // API: the document stays in memory once and objects are decoded straight into `out`.
 // `meta`, when given, receives the document's kind and, for a List, its metadata.continue and

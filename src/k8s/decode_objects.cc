@@ -1,4 +1,5 @@
-// Decoders for the Kubernetes kinds tocsin reads (Node, Pod, DaemonSet), field by field.
+// Decoders for the Kubernetes kinds tocsin reads (Node, Pod, DaemonSet, ConfigMap), field by
+// field.
 #include "k8s/json_fields.h"
 
 namespace tocsin::k8s::internal {
@@ -59,11 +60,15 @@ Err DecodeMetadata(od::value v, Metadata& m) {
   });
 }
 
-Err DecodeContainer(od::value v, std::vector<Container>& out) {
+// `args`, when given, receives the container's command and args (DaemonSets only: a pod's are
+// not kept).
+Err DecodeContainer(od::value v, std::vector<Container>& out,
+                    std::vector<std::string>* args = nullptr) {
   Container c;
   Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
     if (k == "name") return String(f, c.name);
     if (k == "image") return String(f, c.image);
+    if ((k == "command" || k == "args") && args != nullptr) return AppendStrings(f, *args);
     if (k == "resources") {
       return Fields(f, [&](std::string_view rk, od::value rv) -> Err {
         if (rk == "requests") return Map(rv, c.requests, ExtendedResource);
@@ -88,13 +93,7 @@ Err DecodeContainer(od::value v, std::vector<Container>& out) {
         if (sk == "privileged") return Bool(sv, c.privileged);
         if (sk == "capabilities") {
           return Fields(sv, [&](std::string_view ck, od::value cv) -> Err {
-            if (ck != "add") return {};
-            return Each(cv, [&](od::value cap) -> Err {
-              std::string s;
-              Err ce = String(cap, s);
-              if (!ce) c.capabilities_add.push_back(s);
-              return ce;
-            });
+            return ck == "add" ? AppendStrings(cv, c.capabilities_add) : Err{};
           });
         }
         return {};
@@ -157,15 +156,7 @@ Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p) {
           std::string name;
           return Fields(vol, [&](std::string_view vk, od::value vv) -> Err {
             if (vk == "name") return String(vv, name);
-            if (vk == "hostPath") {
-              return Fields(vv, [&](std::string_view hk, od::value hv) -> Err {
-                if (hk != "path") return {};
-                std::string path;
-                Err he = String(hv, path);
-                if (!he) p.host_paths.push_back(path);
-                return he;
-              });
-            }
+            if (vk == "hostPath") return AppendField(vv, "path", p.host_paths);
             if (vk == "persistentVolumeClaim" || vk == "nfs" || vk == "csi" || vk == "cephfs" ||
                 vk == "glusterfs" || vk == "ephemeral") {
               p.shared_volumes.push_back(name.empty() ? std::string(vk) : name);
@@ -221,9 +212,16 @@ Err DecodeDaemonSetSection(od::value v, std::string_view section, DaemonSet& d) 
           }
           if (sk == "containers") {
             std::vector<Container> cs;
-            Err ce = Each(sv, [&](od::value c) { return DecodeContainer(c, cs); });
+            Err ce = Each(sv, [&](od::value c) { return DecodeContainer(c, cs, &d.args); });
             for (const auto& c : cs) d.images.push_back(c.image);
             return ce;
+          }
+          if (sk == "volumes") {
+            return Each(sv, [&](od::value vol) -> Err {
+              return Fields(vol, [&](std::string_view vk, od::value vv) -> Err {
+                return vk == "configMap" ? AppendField(vv, "name", d.config_maps) : Err{};
+              });
+            });
           }
           return {};
         });
@@ -251,6 +249,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
   Pod pod;
   Node node;
   DaemonSet ds;
+  ConfigMap cm;
   for (auto field : obj) {
     std::string_view key;
     TRY_SJ(field.unescaped_key().get(key), "");
@@ -258,6 +257,8 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     TRY_SJ(field.value().get(value), std::string(key));
     if (key == "metadata") {
       TRY_ERR(DecodeMetadata(value, meta), "metadata");
+    } else if (key == "data" && kind == "ConfigMap") {
+      TRY_ERR(Map(value, cm.data), "data");
     } else if (key == "spec" || key == "status") {
       if (kind == "Pod") TRY_ERR(DecodePod(value, key, pod), std::string(key));
       if (kind == "Node") TRY_ERR(DecodeNodeSection(value, key, node), std::string(key));
@@ -284,6 +285,14 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     ds.uid = meta.uid;
     ds.created = meta.created;
     out.daemonsets.push_back(std::move(ds));
+  } else if (kind == "ConfigMap") {
+    cm.ns = meta.ns;
+    cm.name = meta.name;
+    std::erase_if(cm.data, [](const auto& kv) {
+      return kv.second.find("resourceList") == std::string::npos &&
+             kv.second.find("configList") == std::string::npos;
+    });
+    out.configmaps.push_back(std::move(cm));
   } else {
     out.other_kinds[kind.empty() ? "(no kind)" : kind]++;
   }

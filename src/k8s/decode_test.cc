@@ -27,6 +27,32 @@ TEST(DecodeTest, ListWithMixedKindsAndOmittedCounters) {
   EXPECT_EQ(s.other_kinds.at("Service"), 1);
 }
 
+// A device plugin's config: the DaemonSet's ConfigMap volumes and arguments, and the ConfigMap's
+// entries that hold a plugin config (the others are dropped).
+TEST(DecodeTest, DevicePluginConfigMapsAndArgs) {
+  Snapshot s;
+  Status st = DecodeJson(R"({"kind":"List","items":[
+    {"kind":"DaemonSet","metadata":{"name":"sriov","namespace":"kube-system"},
+     "spec":{"template":{"spec":{
+       "containers":[{"name":"c","image":"i","command":["/usr/bin/sriovdp"],
+                      "args":["--resource-prefix=example.com","--log-level=10"]}],
+       "volumes":[{"name":"dp","hostPath":{"path":"/var/lib/kubelet/device-plugins"}},
+                  {"name":"config-volume","configMap":{"name":"sriovdp-config"}}]}}}},
+    {"kind":"ConfigMap","metadata":{"name":"sriovdp-config","namespace":"kube-system"},
+     "data":{"config.json":"{\"resourceList\":[]}","README":"not a config"}}]})",
+                         "snap.json", s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(s.daemonsets.size(), 1u);
+  EXPECT_EQ(s.daemonsets[0].config_maps, std::vector<std::string>{"sriovdp-config"});
+  EXPECT_EQ(s.daemonsets[0].args,
+            (std::vector<std::string>{"/usr/bin/sriovdp", "--resource-prefix=example.com",
+                                      "--log-level=10"}));
+  ASSERT_EQ(s.configmaps.size(), 1u);
+  EXPECT_EQ(s.configmaps[0].ns, "kube-system");
+  ASSERT_EQ(s.configmaps[0].data.size(), 1u);
+  EXPECT_EQ(s.configmaps[0].data.at("config.json"), R"({"resourceList":[]})");
+}
+
 TEST(DecodeTest, ErrorsNameSourceItemAndField) {
   Snapshot s;
   Status st = DecodeJson(R"({"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"}},

@@ -144,6 +144,27 @@ Err Fields(od::value v, Fn fn) {
   return {};
 }
 
+// Appends every string of an array to `out` (a null array adds nothing).
+inline Err AppendStrings(od::value v, std::vector<std::string>& out) {
+  return Each(v, [&](od::value item) -> Err {
+    std::string s;
+    Err e = String(item, s);
+    if (!e) out.push_back(std::move(s));
+    return e;
+  });
+}
+
+// Appends the string field `key` of an object to `out` (absent: nothing).
+inline Err AppendField(od::value v, std::string_view key, std::vector<std::string>& out) {
+  return Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k != key) return {};
+    std::string s;
+    Err e = String(f, s);
+    if (!e) out.push_back(std::move(s));
+    return e;
+  });
+}
+
 // Decodes one object of `kind` (or of its own "kind" field) into `out`; other kinds are counted.
 Err DecodeObject(od::object obj, std::string kind, Snapshot& out);
 // Reads an optional string field "kind" and rewinds the object. A structural error leaves the

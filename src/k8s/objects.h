@@ -86,6 +86,8 @@ struct DaemonSet {
   StringMap node_selector;     // spec.template.spec.nodeSelector
   bool node_affinity = false;  // spec.template.spec.affinity.nodeAffinity is set
   std::vector<std::string> images;
+  std::vector<std::string> args;         // the containers' command and args
+  std::vector<std::string> config_maps;  // spec.template.spec.volumes[].configMap.name
   int64_t desired = 0;       // desiredNumberScheduled
   int64_t current = 0;       // currentNumberScheduled
   int64_t ready = 0;         // numberReady
@@ -94,12 +96,21 @@ struct DaemonSet {
   int64_t misscheduled = 0;  // numberMisscheduled
 };
 
+// A ConfigMap's data, only the entries that hold a device plugin's config (a value that
+// mentions "resourceList" or "configList"): the rest of a cluster's ConfigMaps is skipped.
+struct ConfigMap {
+  std::string ns, name;
+  StringMap data;
+};
+
 struct Snapshot {
   std::vector<Node> nodes;
   std::vector<Pod> pods;
   std::vector<DaemonSet> daemonsets;
+  std::vector<ConfigMap> configmaps;
   std::vector<std::string> sources;
   std::map<std::string, int> other_kinds;  // kinds seen and not used (Job, Service, ...)
+  std::vector<std::string> load_errors;    // objects that could not be read (LoadCluster)
 };
 
 }  // namespace tocsin::k8s

@@ -20,6 +20,30 @@ std::optional<int64_t> Decimal(std::string_view s) {
   return v;
 }
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Console copies glue a timestamp straight onto the host ("2026-11-29T10:00:01.5Zgpu-01:1:2"),
+// and NCCL_DEBUG_TIMESTAMP_FORMAT may lack its trailing space: a host scan that stops at the
+// time's last ':' starts with the rest of the time. When the byte before the host is a ':' after a
+// digit, this returns the length of that rest (two digits, an optional [.,]fraction, an optional
+// 'Z') when a letter follows it; else 0.
+size_t GluedTimeLength(std::string_view host, std::string_view before) {
+  if (before.size() < 2 || before.back() != ':' || !IsDigit(before[before.size() - 2])) return 0;
+  size_t i = 0;
+  while (i < host.size() && i < 2 && IsDigit(host[i])) ++i;
+  if (i != 2) return 0;
+  if (i < host.size() && (host[i] == '.' || host[i] == ',')) {
+    size_t j = i + 1;
+    while (j < host.size() && IsDigit(host[j])) ++j;
+    if (j == i + 1) return 0;
+    i = j;
+  }
+  if (i < host.size() && host[i] == 'Z') ++i;
+  bool letter =
+      i < host.size() && ((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= 'A' && host[i] <= 'Z'));
+  return letter ? i : 0;
+}
+
 // Parses "host:pid:tid" at the end of `token` (anything glued before host, such as mpirun's
 // "[1,7]<stdout>:", is ignored). Hostnames contain no ':'.
 bool ParseHostPidTid(std::string_view token, LogLine& out) {
@@ -33,6 +57,8 @@ bool ParseHostPidTid(std::string_view token, LogLine& out) {
   size_t c1 = token.rfind(':', c2 - 1);
   std::string_view host =
       c1 == std::string_view::npos ? token.substr(0, c2) : token.substr(c1 + 1, c2 - c1 - 1);
+  if (c1 != std::string_view::npos)
+    host.remove_prefix(GluedTimeLength(host, token.substr(0, c1 + 1)));
   // A launcher prefix glued with a space-free bracket, e.g. "[0]host": keep what follows ']'.
   size_t bracket = host.rfind(']');
   if (bracket != std::string_view::npos) host = host.substr(bracket + 1);
@@ -102,6 +128,7 @@ bool ParseHeaderFast(std::string_view line, size_t at, LogLine& out, size_t* sta
   if (!digits_back(pid) || i == 0 || s[i - 1] != ':') return false;
   size_t host_end = --i;
   while (i > 0 && !IsSpace(s[i - 1]) && s[i - 1] != ':' && s[i - 1] != ']') --i;
+  i += GluedTimeLength(line.substr(i, host_end - i), line.substr(0, i));
   if (i == host_end) return false;
   out.host = line.substr(i, host_end - i);
   out.pid = pid;
@@ -141,8 +168,14 @@ bool ParseHeaderMemo(std::string_view line, size_t at, LogLine& out, LineParser:
   if (!h.empty() && at >= h.size() &&
       std::memcmp(line.data() + at - h.size(), h.data(), h.size()) == 0) {
     size_t before = at - h.size();
-    if (before == 0 || IsSpace(line[before - 1]) || line[before - 1] == ':' ||
-        line[before - 1] == ']') {
+    bool stops = before == 0 || IsSpace(line[before - 1]) || line[before - 1] == ':' ||
+                 line[before - 1] == ']';
+    // ...unless the header is the rest of a glued time, which ParseHeaderFast would drop.
+    if (stops &&
+        GluedTimeLength(std::string_view(h).substr(0, memo->host_size), line.substr(0, before))) {
+      stops = false;
+    }
+    if (stops) {
       out.host = std::string_view(h).substr(0, memo->host_size);
       out.pid = memo->pid;
       out.tid = memo->tid;

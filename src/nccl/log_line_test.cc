@@ -38,6 +38,28 @@ TEST(LogLineTest, LauncherPrefixesAndTimestamps) {
   EXPECT_EQ(rank_prefix->host, "gpu01");
 }
 
+// A console copy (or NCCL_DEBUG_TIMESTAMP_FORMAT without its trailing space) glues the time onto
+// the host: the host stays the host, not a second one made of the seconds and the name.
+TEST(LogLineTest, TimestampGluedOntoTheHost) {
+  for (const char* text :
+       {"2026-11-29T10:00:01.123456Zgpu-node-01:3384:3414 [7] NCCL INFO Using network IB",
+        "2026-11-29T10:00:01Zgpu-node-01:3384:3414 [7] NCCL INFO Using network IB",
+        "10:00:01gpu-node-01:3384:3414 [7] NCCL INFO Using network IB",
+        "2026-11-29 10:00:01,250gpu-node-01:3384:3414 [7] NCCL INFO Using network IB",
+        "2026-11-29T10:00:01+01:00gpu-node-01:3384:3414 [7] NCCL INFO Using network IB",
+        "2026-11-29T10:00:01Zgpu-node-01:3384:3414 [7] enqueue.cc:12 NCCL WARN boom"}) {
+    SCOPED_TRACE(text);
+    auto line = ParseLogLine(text);
+    ASSERT_TRUE(line);
+    EXPECT_EQ(line->host, "gpu-node-01");
+    EXPECT_EQ(line->pid, 3384);
+    EXPECT_EQ(line->cuda_dev, 7);
+  }
+  // Not a time: a launcher prefix before a host that starts with digits is kept whole.
+  EXPECT_EQ(ParseLogLine("[1,7]<stdout>:42node:1:2 [0] NCCL INFO x")->host, "42node");
+  EXPECT_EQ(ParseLogLine("a:10-0-0-1:1:2 [0] NCCL INFO x")->host, "10-0-0-1");
+}
+
 TEST(LogLineTest, WarnWithFileLineAndFunction) {
   auto w = ParseLogLine("gpu01:10:10 [1] init.cc:1234 NCCL WARN Error: network IB not found.");
   ASSERT_TRUE(w);
@@ -88,6 +110,9 @@ TEST(LogLineTest, LineParserMemoGivesTheSameFieldsAsParseLogLine) {
       "node-a:1:2 [0]  NCCL INFO two spaces",
       "node-a:1:2 [ 0 ] NCCL INFO spaced brackets",
       "node-a:1:2 [0] NCCL INFO Using network IB",
+      "12:00:00node-a:1:2 [0] NCCL INFO glued time: the memo's host after a time's ':'",
+      "x:05node-a:1:2 [0] NCCL INFO not a time before it",
+      "12:34:05node-a:1:2 [0] NCCL INFO the memo holds 05node-a: not reused",
       "garbage NCCL INFO no header",
       "node-a:1:2 [0] NCCL INFO Using network IB",
   };

@@ -81,7 +81,7 @@ Table GpuTable(const Inventory& inv) {
 Table StorageTable(const storage::Scan& scan) {
   Table t{"SHARED FILESYSTEMS", {"MOUNT", "TYPE", "SOURCE"}, {}, {}};
   for (const auto& m : scan.mounts.mounts) {
-    if (storage::IsSharedFsType(m.fstype)) t.rows.push_back({m.mount_point, m.fstype, m.source});
+    if (storage::IsSharedMount(m)) t.rows.push_back({m.mount_point, m.fstype, m.source});
   }
   t.notes.push_back(
       fmt::format("{} mounts read from {}", scan.mounts.mounts.size(), scan.mounts_path));

@@ -61,10 +61,30 @@ void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
   }
 }
 
+// The state of a device's import: from its import file, else from its state file's
+// current_state (the import may be unreadable while the state file is not).
+struct ImportState {
+  std::string state;
+  std::string path;         // the file it came from
+  const ReadIssue* unread;  // the import's read issue when the state file stood in
+};
+
+std::optional<ImportState> StateOf(const LustreDevice& d) {
+  const ReadIssue* unread = nullptr;
+  for (const auto& i : d.issues) {
+    if (i.field == "import") unread = &i;
+  }
+  if (d.import) return ImportState{d.import->state, d.dir + "/import", nullptr};
+  if (d.state) return ImportState{d.state->current_state, d.dir + "/state", unread};
+  return std::nullopt;
+}
+
 void CheckLustre(const Scan& scan, std::vector<Finding>& out) {
-  bool lustre_mounted = false;
-  for (const auto& m : scan.mounts.mounts) lustre_mounted |= m.fstype == "lustre";
-  if (lustre_mounted && scan.lustre_devices.empty()) {
+  bool client_mounted = false;  // a Lustre server's own OST/MDT mounts are not clients
+  for (const auto& m : scan.mounts.mounts) {
+    client_mounted |= m.fstype == "lustre" && !IsLustreTarget(m);
+  }
+  if (client_mounted && scan.lustre_devices.empty()) {
     out.push_back(UnknownFinding(
         "lustre.import.state", "lustre", "/proc/fs/lustre/osc",
         Status::NotFound("a Lustre filesystem is mounted but no OSC/MDC import is readable under "
@@ -72,34 +92,38 @@ void CheckLustre(const Scan& scan, std::vector<Finding>& out) {
                          "mounted and root)")));
   }
   for (const auto& d : scan.lustre_devices) {
-    if (!d.import) {
+    auto st = StateOf(d);
+    if (!st) {
       for (const auto& i : d.issues) {
         if (i.field == "import")
           out.push_back(UnknownFinding("lustre.import.state", d.name, i.path, i.error));
       }
       continue;
     }
-    const std::string& state = d.import->state;
+    const std::string& state = st->state;
     if (IsHealthyImportState(state)) continue;
     Finding f;
     f.check = "lustre.import.state";
     f.severity = IsTransientImportState(state) ? Severity::kWarning : Severity::kError;
     f.subject = d.name;
-    std::string target = d.import->target.empty() ? d.name : d.import->target;
+    std::string target = d.import && !d.import->target.empty() ? d.import->target : d.name;
     f.message = fmt::format("{} import of {} is {}", d.kind, target, state);
     if (state == "EVICTED") f.message += ": the server evicted this client; I/O to it fails";
-    if (!d.import->current_connection.empty()) {
+    if (d.import && !d.import->current_connection.empty()) {
       f.message += " (connection " + d.import->current_connection + ")";
     }
+    if (st->unread) f.message += " (from the state file: the import file could not be read)";
     if (d.state) {
       if (auto since = UnhealthySince(*d.state)) f.since = FromUnixSeconds(*since);
     }
-    f.evidence = {{"state", state},
-                  {"target", d.import->target},
-                  {"current_connection", d.import->current_connection},
-                  {"failover_nids", d.import->failover_nids},
-                  {"path", d.dir + "/import"}};
-    if (d.import->rpcs_timeouts) f.evidence["rpcs_timeouts"] = *d.import->rpcs_timeouts;
+    f.evidence = {{"state", state}, {"path", st->path}};
+    if (d.import) {
+      f.evidence["target"] = d.import->target;
+      f.evidence["current_connection"] = d.import->current_connection;
+      f.evidence["failover_nids"] = d.import->failover_nids;
+      if (d.import->rpcs_timeouts) f.evidence["rpcs_timeouts"] = *d.import->rpcs_timeouts;
+    }
+    if (st->unread) f.evidence["import_error"] = st->unread->error.ToString();
     out.push_back(std::move(f));
   }
 }

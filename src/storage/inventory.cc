@@ -127,8 +127,13 @@ Scan ScanStorage(Env& env) {
 
 nlohmann::json ToJson(const Scan& scan) {
   nlohmann::json shared = nlohmann::json::array();
+  nlohmann::json targets = nlohmann::json::array();  // a Lustre server's OSTs and MDTs
   for (const auto& m : scan.mounts.mounts) {
-    if (!IsSharedFsType(m.fstype)) continue;
+    if (IsLustreTarget(m)) {
+      targets.push_back(
+          {{"mount_point", m.mount_point}, {"fstype", m.fstype}, {"source", m.source}});
+    }
+    if (!IsSharedMount(m)) continue;
     nlohmann::json j = {{"mount_point", m.mount_point},
                         {"fstype", m.fstype},
                         {"source", m.source},
@@ -181,11 +186,9 @@ nlohmann::json ToJson(const Scan& scan) {
   }
   std::vector<ReadIssue> issues = scan.issues;
   if (scan.mounts_error) issues.push_back(*scan.mounts_error);
-  return {{"mounts_source", scan.mounts_path},
-          {"mount_count", scan.mounts.mounts.size()},
-          {"shared_mounts", shared},
-          {"lustre_devices", devices},
-          {"llite_stats", llite},
+  return {{"mounts_source", scan.mounts_path}, {"mount_count", scan.mounts.mounts.size()},
+          {"shared_mounts", shared},           {"lustre_targets", targets},
+          {"lustre_devices", devices},         {"llite_stats", llite},
           {"read_errors", ToJson(issues)}};
 }
 

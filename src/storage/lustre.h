@@ -11,8 +11,7 @@
 
 namespace tocsin::storage {
 
-// Pure parsers for Lustre client text (lustre-release; formats in shared/reference/formats.md
-// section 6).
+// Pure parsers for Lustre client text (lustre-release; formats in docs/FORMATS.md, "Lustre").
 
 inline constexpr uint64_t kLustreSuperMagic = 0x0BD00BD0;
 

@@ -100,6 +100,14 @@ bool IsSharedFsType(std::string_view t) {
   return false;
 }
 
+bool IsLustreTarget(const Mount& m) {
+  if (m.fstype == "lustre_tgt") return true;
+  return (m.fstype == "lustre" || m.fstype == "lustre_lite") &&
+         m.source.find(":/") == std::string::npos;
+}
+
+bool IsSharedMount(const Mount& m) { return IsSharedFsType(m.fstype) && !IsLustreTarget(m); }
+
 const Mount* FindMount(const MountTable& table, std::string_view path) {
   std::string_view want = path;
   while (want.size() > 1 && want.back() == '/') want.remove_suffix(1);

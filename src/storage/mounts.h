@@ -33,6 +33,13 @@ std::string UnescapeMountField(std::string_view field);
 // and FUSE filesystems other than desktop/container helpers such as fuse.lxcfs.
 bool IsSharedFsType(std::string_view fstype);
 
+// A Lustre server target: an OST or MDT mounted with type lustre (lustre_tgt in newer releases)
+// from a block device or dataset. Client mounts name "MGS:/FSNAME" (liblustreapi's
+// llapi_is_lustre_mnt; docs/FORMATS.md, "Lustre").
+bool IsLustreTarget(const Mount& m);
+// A shared filesystem this node reads and writes: IsSharedFsType and not a Lustre target.
+bool IsSharedMount(const Mount& m);
+
 // The topmost mount whose mount point is exactly `path`; nullptr when none.
 const Mount* FindMount(const MountTable& table, std::string_view path);
 

@@ -51,6 +51,20 @@ TEST(MountsTest, SharedTypes) {
   }
 }
 
+TEST(MountsTest, LustreTargetsAreNotSharedMounts) {
+  Mount client{"/mnt/lustre", "lustre", "10.0.0.1@o2ib,10.1.0.1@tcp:10.0.0.2@o2ib:/testfs", "rw",
+               "/"};
+  Mount ost{"/mnt/ost0", "lustre", "/dev/mapper/ost0", "rw", "/"};
+  Mount zfs_mdt{"/mnt/mdt0", "lustre", "mdtpool/mdt0", "rw", "/"};
+  Mount tgt{"/mnt/ost1", "lustre_tgt", "/dev/sdc", "rw", "/"};
+  EXPECT_FALSE(IsLustreTarget(client));
+  EXPECT_TRUE(IsSharedMount(client));
+  for (const Mount* m : {&ost, &zfs_mdt, &tgt}) {
+    EXPECT_TRUE(IsLustreTarget(*m)) << m->source;
+    EXPECT_FALSE(IsSharedMount(*m)) << m->source;
+  }
+}
+
 TEST(MountsTest, MountExpectationSpecs) {
   auto a = ParseMountExpectation("/mnt/lustre/:lustre");
   ASSERT_TRUE(a.ok());

@@ -40,6 +40,17 @@ TEST(AuditCliTest, HealthyClusterIsCleanFromJsonAndYaml) {
   }
 }
 
+// The SR-IOV plugin's pool is RDMA because its own ConfigMap says isRdma: no false alarm.
+TEST(AuditCliTest, SriovClusterIsCleanFromItsPluginConfig) {
+  JsonRun r = Audit({"sriov.json"}, {"--fail-on", "info"});
+  EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(2);
+  EXPECT_TRUE(r.report["findings"].empty());
+  EXPECT_EQ(r.report["inventory"]["device_plugins"][0]["daemonset"],
+            "kube-system/kube-sriov-device-plugin");
+  EXPECT_EQ(r.report["inventory"]["plugin_config"]["rdma_resources"],
+            json::array({"mellanox.com/ib_rdma"}));
+}
+
 TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
   JsonRun r = Audit({"plugin-crashloop.json"});
   EXPECT_EQ(r.exit_code, 1);
@@ -53,6 +64,8 @@ TEST(AuditCliTest, DevicePluginCrashLoopingForMonths) {
   EXPECT_EQ(ds[0]["evidence"]["age_days"], 270);
   EXPECT_EQ(ds[0]["evidence"]["available"], 0);  // omitted from the JSON: defaults to 0
   std::string msg = ds[0]["message"];
+  EXPECT_NE(msg.find("0 of 3 pods ready (missing on 100% of its nodes)"), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("never became ready"), std::string::npos);
   EXPECT_NE(msg.find("CrashLoopBackOff"), std::string::npos);
   EXPECT_NE(msg.find("k8s-rdma-shared-dev-plugin:v1.5.1"), std::string::npos);
@@ -135,6 +148,7 @@ TEST(AuditCliTest, MultiNodeJobsThatMissTheFabric) {
   auto off = FindingsOf(r.report, "job.placement.non-fabric");
   ASSERT_EQ(off.size(), 1u);
   EXPECT_EQ(off[0]["evidence"]["nodes"], json::array({"cpu-node-01"}));
+  EXPECT_EQ(off[0]["message"], "1 of its 3 nodes has no RDMA fabric: cpu-node-01");
 
   auto env = FindingsOf(r.report, "job.nccl.fallback-env");
   ASSERT_EQ(env.size(), 1u);

@@ -104,7 +104,7 @@ json WithoutSources(json inventory) {
 
 TEST_F(AuditLiveTest, LiveFindingsEqualSnapshotFindingsOnEveryFixture) {
   for (const char* fixture : {"healthy.json", "plugin-crashloop.json", "selector-excluded.json",
-                              "zero-rdma.json", "jobs-bad.json", "nodes-only.json"}) {
+                              "zero-rdma.json", "jobs-bad.json", "nodes-only.json", "sriov.json"}) {
     SCOPED_TRACE(fixture);
     auto server = StartServer(fixture);
     std::string kc = Kubeconfig("cert.yaml", Https(*server), ClientCertUser());

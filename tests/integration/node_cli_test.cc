@@ -189,6 +189,14 @@ TEST(NodeCliTest, PortDownDegradedRateAndErrors) {
   auto missing = FindingsOf(strict.report, "rdma.device.missing");
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_EQ(missing[0]["evidence"]["active_ports"], 3);
+
+  // A floor the 2X port meets does not hide that it lost half its lanes.
+  JsonRun met = Node("ib-port-down", {"--expect-rate", "200"});
+  rate = FindingsOf(met.report, "rdma.port.rate");
+  ASSERT_EQ(rate.size(), 1u);
+  EXPECT_EQ(rate[0]["subject"], "mlx5_3/1");
+  EXPECT_EQ(rate[0]["severity"], "warning");
+  EXPECT_EQ(rate[0]["evidence"]["peer_rate_gbps"], 400);
 }
 
 TEST(NodeCliTest, FailOnAndObserveOnlyChooseTheExitCode) {
@@ -216,14 +224,30 @@ TEST(NodeCliTest, EvictedLustreOstWithOnset) {
   JsonRun r = Node("lustre-evicted", {"--expect-mount", "/mnt/lustre:lustre"});
   EXPECT_EQ(r.exit_code, 1);
   auto imp = FindingsOf(r.report, "lustre.import.state");
-  ASSERT_EQ(imp.size(), 1u);  // FULL and IDLE imports are healthy
+  ASSERT_EQ(imp.size(), 2u);  // FULL and IDLE imports are healthy
   EXPECT_EQ(imp[0]["subject"], "testfs-OST0001-osc-ffff8c5a4b6e9000");
   EXPECT_EQ(imp[0]["severity"], "error");
   EXPECT_EQ(imp[0]["since"], "2025-11-28T03:20:00Z");  // the DISCONN after the last FULL
   EXPECT_EQ(imp[0]["evidence"]["current_connection"], "10.0.0.2@o2ib");
   EXPECT_EQ(imp[0]["evidence"]["rpcs_timeouts"], 14);
+  // OST0003's import cannot be read: its state file says DISCONN, and that is reported.
+  EXPECT_EQ(imp[1]["subject"], "testfs-OST0003-osc-ffff8c5a4b6e9000");
+  EXPECT_EQ(imp[1]["severity"], "error");
+  EXPECT_EQ(imp[1]["evidence"]["state"], "DISCONN");
+  EXPECT_NE(imp[1]["evidence"]["path"].get<std::string>().find("/state"), std::string::npos);
+  EXPECT_TRUE(imp[1]["evidence"].contains("import_error"));
   EXPECT_TRUE(FindingsOf(r.report, "storage.mount.missing").empty());
-  EXPECT_EQ(r.report["inventory"]["storage"]["lustre_devices"].size(), 4u);
+  EXPECT_EQ(r.report["inventory"]["storage"]["lustre_devices"].size(), 5u);
+}
+
+// A Lustre OSS mounts its OSTs with type lustre: those are not client mounts without imports.
+TEST(NodeCliTest, LustreServerTargetsAreNotClients) {
+  JsonRun r = Node("lustre-server");
+  EXPECT_EQ(r.exit_code, 0);
+  ExpectNoWarnings(r.report);
+  EXPECT_TRUE(FindingsOf(r.report, "lustre.import.state").empty());
+  EXPECT_TRUE(r.report["inventory"]["storage"]["shared_mounts"].empty());
+  EXPECT_EQ(r.report["inventory"]["storage"]["lustre_targets"].size(), 2u);
 }
 
 TEST(NodeCliTest, ExpectedMountsMissingOrWrongType) {

@@ -27,6 +27,7 @@ RESOURCES = {
     "pods": ("/api/v1", "Pod", True, ["po"]),
     "namespaces": ("/api/v1", "Namespace", False, ["ns"]),
     "daemonsets": ("/apis/apps/v1", "DaemonSet", True, ["ds"]),
+    "configmaps": ("/api/v1", "ConfigMap", True, ["cm"]),
     "jobs": ("/apis/batch/v1", "Job", True, []),
     "events": ("/api/v1", "Event", True, ["ev"]),
 }
@@ -158,7 +159,8 @@ class State:
                 if res:
                     self.objects[res].append(obj)
         # Namespaces the objects live in (kubectl -A never needs them, describe may).
-        seen = sorted({o["metadata"].get("namespace") for r in ("pods", "daemonsets", "jobs")
+        seen = sorted({o["metadata"].get("namespace")
+                       for r in ("pods", "daemonsets", "jobs", "configmaps")
                        for o in self.objects[r]} - {None})
         self.objects["namespaces"] = [{"kind": "Namespace", "apiVersion": "v1",
                                        "metadata": {"name": n}, "status": {"phase": "Active"}}
