@@ -47,6 +47,23 @@ TEST(CoordinatorTest, IdleOneByteConnectionsDoNotKeepARankOut) {
   EXPECT_LT(SteadyClock::now() - start, 5s);
 }
 
+TEST(CoordinatorTest, WaitingConnectionsAreCappedAndTheOldestGiveWay) {
+  Job job(2, 1s);
+  std::vector<Fd> idle;
+  for (size_t i = 0; i < Coordinator::kMaxPending + 36; ++i) {
+    idle.push_back(Dial(job.coordinator));
+    ASSERT_EQ(send(idle.back().get(), "x", 1, MSG_NOSIGNAL), 1);
+  }
+  // The first of them were closed to make room: an event, waited for with a bound.
+  auto first = ReadFrame(idle.front().get(), DeadlineIn(5s), "test");
+  EXPECT_EQ(first.status().code(), StatusCode::kIoError) << first.status().ToString();
+  auto j0 = job.worlds[0]->Join("a0");  // rank 1 never comes
+  ASSERT_FALSE(j0.ok());
+  EXPECT_NE(j0.status().message().find("36 waiting connection(s) were dropped to make room"),
+            std::string::npos)
+      << j0.status().ToString();
+}
+
 // Kilobytes of this process's resident memory: "VmRSS" now, "VmHWM" its peak.
 int64_t MemoryKb(const char* which) {
   std::ifstream in("/proc/self/status");
