@@ -113,6 +113,12 @@ Result<Hello> DecodeHello(std::string_view frame) {
                     StringField(j, "address", 512, h.address)}) {
     if (!st.ok()) return st;
   }
+  // These end up in every rank's report (a finding's subject names the host): printable only.
+  for (const std::string* text : {&h.version, &h.host, &h.address}) {
+    for (char c : *text) {
+      if (c < 0x20 || c > 0x7e) return Status::ParseError("a field with unprintable bytes");
+    }
+  }
   return h;
 }
 

@@ -50,6 +50,8 @@ TEST(ProtocolTest, HelloRoundTripsAndEveryFieldIsChecked) {
         R"({"type":"hello","version":"1","token":"t","rank":1,"world_size":2,"params":[],"host":"","address":""})"}) {
     EXPECT_FALSE(DecodeHello(bad).ok()) << bad;
   }
+  h.host = "node\x1b[31m-c";  // a terminal escape in every report
+  EXPECT_FALSE(DecodeHello(EncodeHello(h)).ok());
 }
 
 TEST(ProtocolTest, MessagesAreTypedAndBounded) {
