@@ -45,7 +45,9 @@ class MemTransport : public Transport {
   MemTransport(Mailboxes& m, int rank) : m_(m), rank_(rank) { info_.kind = "mem"; }
   const TransportInfo& info() const override { return info_; }
   std::string address() const override { return ""; }
-  Status Connect(const std::vector<ranks::Peer>&, Deadline) override { return Status::Ok(); }
+  Status Connect(const std::vector<ranks::Peer>&, const std::string&, Deadline) override {
+    return Status::Ok();
+  }
   Status SendRecv(int to, const void* s, size_t slen, int from, void* r, size_t rlen,
                   Deadline deadline) override {
     if (to >= 0) m_.Put(rank_, to, s, slen);

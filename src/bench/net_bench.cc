@@ -11,6 +11,7 @@
 
 #include "base/strings.h"
 #include "bench/collectives.h"
+#include "bench/payloads.h"
 #include "bench/results.h"
 #include "bench/transport.h"
 
@@ -67,7 +68,7 @@ class Run {
   // One collective over the sweep; rank 0 gets rows averaged over ranks.
   Result<TestResult> Collective(const bench::Collective& c, const std::vector<size_t>& sizes) {
     int n = world_.size(), r = world_.rank();
-    json mine = json::array();
+    std::vector<SizeResult> mine;
     for (size_t bytes : sizes) {
       size_t count = c.Count(bytes, n);
       if (count == 0) continue;
@@ -94,22 +95,24 @@ class Run {
         if (!st.ok()) return st;
       }
       double us = Micros(SteadyClock::now() - start) / o_.iters;
-      mine.push_back(
-          {{"bytes", count * sizeof(float)}, {"count", count}, {"us", us}, {"wrong", wrong}});
+      mine.push_back({count * sizeof(float), count, us, wrong});
     }
-    TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(mine.dump()));
+    TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(MaybeCorrupt(r, EncodeSizeResults(mine))));
     TestResult out{c.name(), c.redop(), c.BusBwFactor(n), {}};
-    std::vector<json> per_rank;
-    for (const auto& s : all) per_rank.push_back(json::parse(s));
-    for (size_t i = 0; i < per_rank[0].size(); ++i) {
+    std::vector<std::vector<SizeResult>> per_rank;
+    for (size_t k = 0; k < all.size(); ++k) {
+      auto rows = DecodeSizeResults(all[k], mine);
+      if (!rows.ok()) return Malformed(static_cast<int>(k), rows.status());
+      per_rank.push_back(std::move(*rows));
+    }
+    for (size_t i = 0; i < mine.size(); ++i) {
       SweepRow row;
-      row.bytes = per_rank[0][i]["bytes"];
-      row.count = per_rank[0][i]["count"];
+      row.bytes = mine[i].bytes;
+      row.count = mine[i].count;
       double sum = 0;
       for (const auto& pr : per_rank) {
-        sum += pr[i]["us"].get<double>();
-        int64_t w = pr[i]["wrong"];
-        if (w >= 0) row.wrong = std::max<int64_t>(row.wrong, 0) + w;
+        sum += pr[i].us;
+        if (pr[i].wrong >= 0) row.wrong = std::max<int64_t>(row.wrong, 0) + pr[i].wrong;
       }
       row.time_us = sum / per_rank.size();
       row.algbw = row.time_us > 0 ? row.bytes / row.time_us / 1e3 : 0;
@@ -118,6 +121,9 @@ class Run {
     }
     return out;
   }
+
+  // After a failure: the rank whose results were malformed (-1: none).
+  int malformed_rank() const { return malformed_rank_; }
 
   // Streams `iters` messages of `bytes` from `from` to `to` (the others wait); the sender times
   // from the receiver's "ready" to its final acknowledgement.
@@ -183,49 +189,49 @@ class Run {
   // Every pair alone, both directions, every size; rank 0 gets the sweep rows and pairs.
   Status P2p(const std::vector<size_t>& sizes, TestResult& result, std::vector<PairResult>& pairs) {
     int n = world_.size(), me = world_.rank();
-    json mine = json::array();  // {"a","b","from","bytes","us"} measured here, and wrong counts
+    std::vector<P2pRecord> mine;  // measured here: latencies, directions sent, wrong counts
     int64_t wrong = o_.check ? 0 : -1;
     std::vector<size_t> used;
     for (size_t bytes : sizes) {
       if (bytes / sizeof(float) > 0) used.push_back(bytes / sizeof(float) * sizeof(float));
     }
+    using Kind = P2pRecord::Kind;
     for (int a = 0; a < n; ++a) {
       for (int b = a + 1; b < n; ++b) {
         if (Status st = world_.Barrier(); !st.ok()) return st;
         if (me != a && me != b) continue;
         TOCSIN_ASSIGN_OR_RETURN(double lat, Latency(a, b));
-        if (me == a) mine.push_back({{"a", a}, {"b", b}, {"latency_us", lat}});
+        if (me == a) mine.push_back({Kind::kLatency, a, b, -1, 0, lat, -1});
         for (size_t bytes : used) {
           for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
             TOCSIN_ASSIGN_OR_RETURN(double us, Stream(from, to, bytes, wrong));
-            if (me == from) {
-              mine.push_back({{"a", a}, {"b", b}, {"from", from}, {"bytes", bytes}, {"us", us}});
-            }
+            if (me == from) mine.push_back({Kind::kStream, a, b, from, bytes, us, -1});
           }
         }
       }
     }
-    mine.push_back({{"wrong", wrong}});
-    TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(mine.dump()));
+    mine.push_back({Kind::kWrong, -1, -1, -1, 0, 0, wrong});
+    TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(MaybeCorrupt(me, EncodeP2p(mine))));
     result = {"p2p", "none", 1.0, {}};
     std::map<std::pair<int, int>, PairResult> by_pair;
     std::map<size_t, std::vector<double>> times;
     int64_t wrong_total = -1;
-    for (const auto& s : all) {
-      for (const auto& m : json::parse(s)) {
-        if (m.contains("wrong")) {
-          int64_t w = m["wrong"];
-          if (w >= 0) wrong_total = std::max<int64_t>(wrong_total, 0) + w;
+    for (size_t k = 0; k < all.size(); ++k) {
+      auto records = DecodeP2p(all[k], static_cast<int>(k), n, used);
+      if (!records.ok()) return Malformed(static_cast<int>(k), records.status());
+      for (const auto& m : *records) {
+        if (m.kind == Kind::kWrong) {
+          if (m.wrong >= 0) wrong_total = std::max<int64_t>(wrong_total, 0) + m.wrong;
           continue;
         }
-        auto& p = by_pair[{m["a"], m["b"]}];
-        p.a = m["a"];
-        p.b = m["b"];
-        if (m.contains("latency_us")) {
-          p.latency_us = m["latency_us"];
+        auto& p = by_pair[{m.a, m.b}];
+        p.a = m.a;
+        p.b = m.b;
+        if (m.kind == Kind::kLatency) {
+          p.latency_us = m.us;
           continue;
         }
-        PairDirection d{m["from"], m["from"] == p.a ? p.b : p.a, m["bytes"], m["us"]};
+        PairDirection d{m.from, m.from == p.a ? p.b : p.a, m.bytes, m.us};
         times[d.bytes].push_back(d.time_us);
         if (d.bytes == used.back()) (d.from == p.a ? p.ab_gbps : p.ba_gbps) = d.gbps();
       }
@@ -246,6 +252,13 @@ class Run {
   }
 
  private:
+  // Another rank's results do not decode: that rank is to blame (every rank finds the same).
+  Status Malformed(int rank, const Status& why) {
+    malformed_rank_ = rank;
+    return why;
+  }
+
+  int malformed_rank_ = -1;
   const NetBenchOptions& o_;
   ranks::World& world_;
   Transport& t_;
@@ -378,24 +391,37 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   };
   auto peers = w.Join(t.address());
   if (!peers.ok()) return FailureReport(peers.status().message(), w.rank(), w.aborted_by());
-  if (Status st = t.Connect(*peers, ranks::DeadlineIn(o.world.timeout)); !st.ok()) return fail(st);
+  if (Status st = t.Connect(*peers, w.run_secret(), ranks::DeadlineIn(o.world.timeout));
+      !st.ok()) {
+    return fail(st);
+  }
   BenchOutcome outcome;
   outcome.transport = t.info();
   outcome.peers = *peers;
   Run run(o, w, t);
+  // Every rank decodes every rank's results: all find the same malformed one and blame it.
+  auto fail_run = [&](const Status& st) -> Report {
+    int bad = run.malformed_rank();
+    if (bad < 0) return fail(st);
+    std::string reason = (*peers)[bad].Name() + " sent malformed results: " + st.message();
+    w.Abort(reason);
+    Report r = FailureReport(reason, w.rank(), (*peers)[bad].Name());
+    r.host = t.info().ip;
+    return r;
+  };
   std::vector<size_t> sizes = SweepSizes(o.min_bytes, o.max_bytes, o.factor);
   if (Status st = run.Allocate(o.max_bytes, w.size()); !st.ok()) return fail(st);
   for (const auto& name : o.tests) {
     if (name == "p2p") {
       if (w.size() < 2) continue;
       TestResult r;
-      if (Status st = run.P2p(sizes, r, outcome.pairs); !st.ok()) return fail(st);
+      if (Status st = run.P2p(sizes, r, outcome.pairs); !st.ok()) return fail_run(st);
       outcome.tests.push_back(r);
       continue;
     }
     auto c = MakeCollective(name);
     auto r = run.Collective(*c, sizes);
-    if (!r.ok()) return fail(r.status());
+    if (!r.ok()) return fail_run(r.status());
     outcome.tests.push_back(*r);
   }
   w.Leave();

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/payloads.h"
 #include "storage/mounts.h"
 #include "sys/subprocess.h"
 
@@ -81,18 +82,6 @@ FsInfo ReadFsInfo(const std::string& path) {
   return info;
 }
 
-json PhaseJson(const PhaseResult& p) {
-  return {{"phase", p.name},
-          {"bytes", p.bytes},
-          {"ops", p.ops},
-          {"seconds", p.seconds},
-          {"gbps", p.gbps()},
-          {"iops", p.iops()},
-          {"latency", ToJson(p.latency)},
-          {"wrong", p.wrong < 0 ? json() : json(p.wrong)},
-          {"note", p.note}};
-}
-
 void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseResult>& phases,
                           const std::string& subject, Report& report) {
   double meta_p99 = 0;
@@ -155,24 +144,6 @@ Table PhaseTable(const std::string& title, const std::vector<PhaseResult>& phase
     if (!p.note.empty()) t.notes.push_back(p.name + ": " + p.note);
   }
   return t;
-}
-
-std::vector<PhaseResult> PhasesFromJson(const json& j) {
-  std::vector<PhaseResult> out;
-  for (const auto& p : j) {
-    PhaseResult r;
-    r.name = p["phase"];
-    r.bytes = p["bytes"];
-    r.ops = p["ops"];
-    r.seconds = p["seconds"];
-    const auto& l = p["latency"];
-    r.latency = {l["count"],  l["mean_us"], l["p50_us"], l["p90_us"],
-                 l["p99_us"], l["p999_us"], l["max_us"]};
-    r.wrong = p["wrong"].is_null() ? -1 : p["wrong"].get<int64_t>();
-    r.note = p["note"];
-    out.push_back(r);
-  }
-  return out;
 }
 
 }  // namespace
@@ -399,17 +370,28 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
                       {"phases", phases_json}};
   AddThresholdFindings(o, results, o.path, report);
   if (world && !out.hung && !out.interrupted && results.size() == phases.size()) {
-    json mine = {{"host", ranks::Hostname()}, {"phases", phases_json}};
-    auto all = world->AllGather(mine.dump());
+    auto all = world->AllGather(MaybeCorrupt(rank, EncodePhases(ranks::Hostname(), results)));
     if (!all.ok()) {
       report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",
                                  all.status().message(), std::nullopt, json::object()});
       return out;
     }
-    world->Leave();
     // Aggregate: bytes of every node over the slowest node's time (the phases start together).
+    // Another node's results are checked first: a malformed one is that node's failure.
     std::vector<std::vector<PhaseResult>> nodes;
-    for (const auto& s : *all) nodes.push_back(PhasesFromJson(json::parse(s)["phases"]));
+    for (size_t r = 0; r < all->size(); ++r) {
+      auto decoded = DecodePhases((*all)[r], phases);
+      if (!decoded.ok()) {
+        std::string reason =
+            peers[r].Name() + " sent malformed results: " + decoded.status().message();
+        world->Abort(reason);
+        report.findings.push_back({"storage.rank.failed", Severity::kCritical, peers[r].Name(),
+                                   reason, std::nullopt, {{"reported_by_rank", rank}}});
+        return out;
+      }
+      nodes.push_back(std::move(*decoded));
+    }
+    world->Leave();
     std::vector<PhaseResult> agg;
     for (size_t i = 0; i < results.size(); ++i) {
       PhaseResult a;

@@ -35,8 +35,10 @@ class Transport {
   virtual const TransportInfo& info() const = 0;
   // What other ranks use to reach this one (published through the coordinator).
   virtual std::string address() const = 0;
-  // Reaches every peer (by rank, this one included) before `deadline`.
-  virtual Status Connect(const std::vector<ranks::Peer>& peers, Deadline deadline) = 0;
+  // Reaches every peer (by rank, this one included) before `deadline`. `secret` is the run's
+  // (from the coordinator): a TCP connection that does not present it is dropped.
+  virtual Status Connect(const std::vector<ranks::Peer>& peers, const std::string& secret,
+                         Deadline deadline) = 0;
   // Sends `slen` bytes to rank `to` while receiving `rlen` bytes from rank `from` (either may be
   // -1). Buffers passed here must lie in the buffers given to RegisterBuffer. Errors name the
   // peer; an abort from the coordinator (control fd readable) ends the wait early.

@@ -150,7 +150,10 @@ class FabricTransport : public Transport {
   const TransportInfo& info() const override { return info_; }
   std::string address() const override { return address_; }
 
-  Status Connect(const std::vector<ranks::Peer>& peers, Deadline /*deadline*/) override {
+  // libfabric has no handshake here to carry the run's secret: the data plane over libfabric is
+  // not authenticated (the address vector holds the roster's peers only; receives name them).
+  Status Connect(const std::vector<ranks::Peer>& peers, const std::string& /*secret*/,
+                 Deadline /*deadline*/) override {
     peers_ = peers;
     addrs_.assign(peers.size(), FI_ADDR_UNSPEC);
     send_seq_.assign(peers.size(), 0);

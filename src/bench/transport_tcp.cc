@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/strings.h"
 #include "bench/transport.h"
 
 namespace tocsin::bench {
@@ -29,7 +30,10 @@ class TcpTransport : public Transport {
     return info_.ip + ":" + std::to_string(ranks::LocalPort(listener_.get()));
   }
 
-  Status Connect(const std::vector<ranks::Peer>& peers, Deadline deadline) override {
+  // Every connection opens with the connecting rank's number and the run's secret; one that
+  // does not (a stranger who found the port) is dropped and the wait goes on.
+  Status Connect(const std::vector<ranks::Peer>& peers, const std::string& secret,
+                 Deadline deadline) override {
     peers_ = peers;
     socks_.resize(peers.size());
     // Lower ranks accept, higher ranks connect: one connection per pair.
@@ -39,22 +43,36 @@ class TcpTransport : public Transport {
       auto fd = ranks::ConnectRetry(hp->first, hp->second, deadline);
       if (!fd.ok()) return fd.status().WithPrefix(peers[j].Name());
       ranks::TuneStream(fd->get(), kSocketBuffer);
-      int32_t me = rank_;
-      Status st = ranks::WriteAll(fd->get(), &me, sizeof me, deadline, peers[j].Name());
+      std::string hello = std::to_string(rank_) + " " + secret;
+      hello.resize(kHelloBytes, ' ');
+      Status st = ranks::WriteAll(fd->get(), hello.data(), hello.size(), deadline, peers[j].Name());
       if (!st.ok()) return st;
       socks_[j] = std::move(*fd);
     }
-    for (int accepted = 0; accepted < rank_; ++accepted) {
+    int strangers = 0;
+    for (int accepted = 0; accepted < rank_;) {
       auto fd = ranks::Accept(listener_.get(), deadline);
-      if (!fd.ok()) return fd.status().WithPrefix("waiting for lower ranks to connect");
+      if (!fd.ok()) {
+        return fd.status().WithPrefix(
+            "waiting for lower ranks to connect" +
+            (strangers ? " (" + std::to_string(strangers) +
+                             " connection(s) without the run's secret were dropped)"
+                       : std::string()));
+      }
       ranks::TuneStream(fd->get(), kSocketBuffer);
-      int32_t who = -1;
-      Status st = ranks::ReadAll(fd->get(), &who, sizeof who, deadline, "a connecting rank");
-      if (!st.ok()) return st;
-      if (who < 0 || who >= rank_ || socks_[who].valid()) {
-        return Status::ParseError("a peer connected as rank " + std::to_string(who));
+      // A short wait each: a silent stranger must not use up the whole deadline.
+      Deadline hello_deadline =
+          std::min(deadline, ranks::DeadlineIn(std::chrono::milliseconds(2000)));
+      std::string hello(kHelloBytes, '\0');
+      Status st =
+          ranks::ReadAll(fd->get(), hello.data(), hello.size(), hello_deadline, "a connecting rank");
+      int who = Authenticate(hello, secret);
+      if (!st.ok() || who < 0 || socks_[who].valid()) {
+        ++strangers;
+        continue;
       }
       socks_[who] = std::move(*fd);
+      ++accepted;
     }
     return Status::Ok();
   }
@@ -121,6 +139,21 @@ class TcpTransport : public Transport {
   TransportInfo info_;
   int rank_;
   int abort_fd_;
+  // "RANK SECRET", space-padded: what a connecting rank sends first.
+  static constexpr size_t kHelloBytes = 16 + ranks::kRunSecretBytes;
+
+  // The connecting rank's number when `hello` carries the run's secret and a lower rank; -1 else.
+  int Authenticate(const std::string& hello, const std::string& secret) const {
+    size_t space = hello.find(' ');
+    if (space == std::string::npos) return -1;
+    auto who = ParseInt64(hello.substr(0, space));
+    std::string_view presented = Trim(std::string_view(hello).substr(space + 1));
+    if (!ranks::ConstantTimeEquals(secret, presented) || !who || *who < 0 || *who >= rank_) {
+      return -1;
+    }
+    return static_cast<int>(*who);
+  }
+
   std::vector<ranks::Peer> peers_;
   std::vector<Fd> socks_;
 };

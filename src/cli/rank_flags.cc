@@ -9,8 +9,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <random>
 #include <thread>
+
+#include "base/strings.h"
+#include "sys/env.h"
 
 namespace tocsin::cli {
 namespace {
@@ -27,11 +32,12 @@ std::vector<pid_t> StartLocalRanks(int n, const std::string& coordinator,
   std::vector<std::string> base;
   const auto& args = ProcessArgs();
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--local") {
+    // --token is not repeated: the ranks get the token in their environment (and would warn).
+    if (args[i] == "--local" || args[i] == "--token") {
       ++i;
       continue;
     }
-    if (args[i].rfind("--local=", 0) == 0) continue;
+    if (args[i].rfind("--local=", 0) == 0 || args[i].rfind("--token=", 0) == 0) continue;
     base.push_back(args[i]);
   }
   std::vector<pid_t> pids;
@@ -105,9 +111,29 @@ void RankFlags::AddTo(CLI::App* cmd) {
   cmd->add_option("--world-size", world_size, "Number of ranks (default: $WORLD_SIZE)");
   cmd->add_option("--coordinator", coordinator,
                   "HOST:PORT of rank 0 (default: $MASTER_ADDR:$MASTER_PORT)");
+  cmd->add_option("--token-file", token_file,
+                  "File holding the secret every rank must present (default: "
+                  "$TOCSIN_BENCH_TOKEN; required with more than one rank)");
   cmd->add_option("--token", token,
-                  "Shared secret every rank must present (default: $TOCSIN_BENCH_TOKEN)");
+                  "The secret itself (visible in ps: prefer --token-file or $TOCSIN_BENCH_TOKEN)");
+  cmd->add_flag("--insecure-no-token", insecure_no_token,
+                "Run ranks without a token: anyone who reaches the coordinator can join");
 }
+
+namespace {
+
+// The token from --token-file: the file's text without surrounding whitespace.
+Result<std::string> ReadTokenFile(const std::string& path) {
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
+  auto text = NewRootedEnv()->ReadFile(ec ? path : abs, 4096);
+  if (!text.ok()) return text.status().WithPrefix("--token-file");
+  std::string token(Trim(*text));
+  if (token.empty()) return Status::InvalidArgument("--token-file " + path + " is empty");
+  return token;
+}
+
+}  // namespace
 
 Status RankFlags::Apply(ranks::WorldOptions& world,
                         std::function<void(const std::string&)>* on_coordinator,
@@ -116,6 +142,19 @@ Status RankFlags::Apply(ranks::WorldOptions& world,
   world.world_size = world_size;
   world.coordinator = coordinator;
   world.token = token;
+  world.insecure_no_token = insecure_no_token;
+  if (!token.empty() && !token_file.empty()) {
+    return Status::InvalidArgument("--token and --token-file: give one");
+  }
+  if (!token.empty()) {
+    std::cerr << "tocsin: warning: --token shows the secret to every user of this machine (ps, "
+                 "/proc); use --token-file or TOCSIN_BENCH_TOKEN\n";
+  }
+  if (!token_file.empty()) {
+    auto t = ReadTokenFile(token_file);
+    if (!t.ok()) return t.status();
+    world.token = *t;
+  }
   if (local <= 0) return ranks::ApplyEnvironment(world, ranks::RankEnvironment());
   if (rank >= 0 || world_size >= 0 || !coordinator.empty()) {
     return Status::InvalidArgument(

@@ -12,14 +12,18 @@
 
 namespace tocsin::cli {
 
-// The rank flags every multi-node benchmark takes: --rank, --world-size, --coordinator, --token
-// (else the torchrun / Indexed Job environment), or --local N to start N ranks here.
+// The rank flags every multi-node benchmark takes: --rank, --world-size, --coordinator, the
+// token (--token-file, else $TOCSIN_BENCH_TOKEN, or --token, which `ps` shows: a warning) and
+// --insecure-no-token (else the torchrun / Indexed Job environment), or --local N to start N
+// ranks here.
 struct RankFlags {
   int local = 0;
   int rank = -1;
   int world_size = -1;
   std::string coordinator;
   std::string token;
+  std::string token_file;
+  bool insecure_no_token = false;
 
   void AddTo(CLI::App* cmd);
   // Fills `world`. With --local, this process is rank 0 on an ephemeral port and

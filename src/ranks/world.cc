@@ -34,10 +34,6 @@ std::string Hostname() {
   return buf;
 }
 
-std::string Peer::Name() const {
-  return "rank " + std::to_string(rank) + " (" + host + (ip.empty() ? "" : " " + ip) + ")";
-}
-
 std::map<std::string, std::string> RankEnvironment() {
   std::map<std::string, std::string> env;
   for (const char* k : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "JOB_COMPLETION_INDEX",
@@ -85,6 +81,17 @@ Status Validate(const WorldOptions& o) {
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " is not below world size " +
                                    std::to_string(o.world_size));
   }
+  if (o.world_size > kMaxWorldSize) {
+    return Status::InvalidArgument("world size " + std::to_string(o.world_size) +
+                                   " is above " + std::to_string(kMaxWorldSize));
+  }
+  if (o.world_size > 1 && o.token.empty() && !o.insecure_no_token) {
+    return Status::InvalidArgument(
+        "no token: with more than one rank, anyone who reaches the coordinator could join. Give "
+        "every rank the same secret in TOCSIN_BENCH_TOKEN (e.g. export "
+        "TOCSIN_BENCH_TOKEN=$(openssl rand -hex 32)) or in a file named by --token-file, or pass "
+        "--insecure-no-token");
+  }
   if (o.world_size > 1 && o.coordinator.empty()) {
     return Status::InvalidArgument(
         "no coordinator: pass --coordinator HOST:PORT or set MASTER_ADDR/MASTER_PORT");
@@ -105,10 +112,21 @@ Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
   auto [host, port] = *hp;
   Deadline deadline = DeadlineIn(options.timeout);
   if (options.rank == 0) {
-    // Rank 0 serves the coordinator on every interface (MASTER_ADDR names this host).
-    bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
-    auto listener = Listen(loopback ? host : "", port);
-    if (!listener.ok()) return listener.status().WithPrefix("rank 0 cannot be the coordinator");
+    // Rank 0 serves the coordinator on the coordinator's address only (MASTER_ADDR names this
+    // host), never on every interface.
+    auto listener = Listen(host, port);
+    // A name that does not resolve yet (a Kubernetes headless Service publishes the pod's record
+    // shortly after it starts) is retried until the rendezvous timeout.
+    while (!listener.ok() && listener.status().code() == StatusCode::kInvalidArgument &&
+           SteadyClock::now() + std::chrono::milliseconds(200) < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      listener = Listen(host, port);
+    }
+    if (!listener.ok()) {
+      return listener.status().WithPrefix(
+          "rank 0 cannot be the coordinator (--coordinator / MASTER_ADDR must name an address of "
+          "this host)");
+    }
     if (port == 0) {
       port = LocalPort(listener->get());
       w->options_.coordinator = host + ":" + std::to_string(port);
@@ -124,6 +142,12 @@ Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
   TuneStream(fd->get());
   w->local_ip_ = LocalAddress(fd->get());
   w->control_ = std::move(*fd);
+  // The hello goes at once: the coordinator drops a connection that stays silent.
+  Hello hello{kVersion,        options.token, options.rank, options.world_size,
+              w->options_.params, Hostname(), ""};
+  Status st = WriteFrame(w->control_.get(), EncodeHello(hello), DeadlineIn(options.timeout),
+                         w->coordinator_name_);
+  if (!st.ok()) return st;
   return w;
 }
 
@@ -149,11 +173,15 @@ Result<std::string> World::Expect(const std::string& type) {
   }
   json j = json::parse(*frame, nullptr, false);
   if (!j.is_object()) return Status::ParseError(coordinator_name_ + ": not a tocsin frame");
-  std::string got = j.value("type", "");
+  auto text = [&j](const char* key, const char* otherwise) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : otherwise;
+  };
+  std::string got = text("type", "");
   if (got == "abort" || got == "refused") {
     left_ = true;
-    aborted_by_ = j.value("culprit", "");
-    return Status::Unavailable(j.value("reason", "aborted"));
+    aborted_by_ = text("culprit", "");
+    return Status::Unavailable(text("reason", "aborted"));
   }
   if (got != type) {
     return Status::ParseError(coordinator_name_ + ": expected " + type + ", got " + got);
@@ -162,32 +190,14 @@ Result<std::string> World::Expect(const std::string& type) {
 }
 
 Result<std::vector<Peer>> World::Join(const std::string& data_address) {
-  json hello = {{"type", "hello"},
-                {"version", kVersion},
-                {"token", options_.token},
-                {"rank", options_.rank},
-                {"world_size", options_.world_size},
-                {"params", options_.params},
-                {"host", Hostname()},
-                {"address", data_address}};
-  Status st =
-      WriteFrame(control_.get(), hello.dump(), DeadlineIn(options_.timeout), coordinator_name_);
-  if (!st.ok()) return st;
+  json msg = {{"type", "address"}, {"address", data_address}};
+  Status sent =
+      WriteFrame(control_.get(), msg.dump(), DeadlineIn(options_.timeout), coordinator_name_);
+  // A refused hello was answered (and the connection closed): that answer is the reason.
   TOCSIN_ASSIGN_OR_RETURN(std::string frame, Expect("roster"));
-  std::vector<Peer> peers;
-  try {
-    json roster = json::parse(frame);  // named: a temporary would die before the loop runs
-    for (const auto& p : roster["peers"]) {
-      peers.push_back(
-          {p.value("rank", -1), p.value("host", ""), p.value("ip", ""), p.value("address", "")});
-    }
-  } catch (const json::exception& e) {
-    return Status::ParseError(coordinator_name_ + ": bad roster: " + e.what());
-  }
-  if (static_cast<int>(peers.size()) != options_.world_size) {
-    return Status::ParseError(coordinator_name_ + ": roster of " + std::to_string(peers.size()) +
-                              " ranks, want " + std::to_string(options_.world_size));
-  }
+  if (!sent.ok()) return sent;
+  auto peers = DecodeRoster(frame, options_.world_size, run_secret_);
+  if (!peers.ok()) return peers.status().WithPrefix(coordinator_name_ + ": bad roster");
   return peers;
 }
 
@@ -197,11 +207,9 @@ Result<std::vector<std::string>> World::AllGather(const std::string& payload) {
       WriteFrame(control_.get(), msg.dump(), DeadlineIn(options_.timeout), coordinator_name_);
   if (!st.ok()) return st;
   TOCSIN_ASSIGN_OR_RETURN(std::string frame, Expect("gathered"));
-  try {
-    return json::parse(frame)["payloads"].get<std::vector<std::string>>();
-  } catch (const json::exception& e) {
-    return Status::ParseError(coordinator_name_ + ": bad all-gather: " + e.what());
-  }
+  auto all = DecodeGathered(frame, options_.world_size);
+  if (!all.ok()) return all.status().WithPrefix(coordinator_name_ + ": bad all-gather");
+  return all;
 }
 
 Status World::Barrier() { return AllGather("").status(); }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ranks/protocol.h"
 #include "ranks/socket.h"
 
 namespace tocsin::ranks {
@@ -17,8 +18,11 @@ namespace tocsin::ranks {
 struct WorldOptions {
   int rank = -1;
   int world_size = -1;
-  std::string coordinator;  // HOST:PORT; rank 0 listens there
-  std::string token;
+  std::string coordinator;  // HOST:PORT; rank 0 listens there (on that address only)
+  std::string token;        // every rank presents it; required with more than one rank
+  bool insecure_no_token = false;  // allow an empty token (anyone who reaches the port joins)
+  // A joining connection that sends no complete hello within this is dropped.
+  std::chrono::milliseconds hello_timeout{3000};
   std::chrono::milliseconds timeout{60000};  // rendezvous, and any one wait for a peer
   std::string params;  // every rank must pass the same text (the benchmark's parameters)
 };
@@ -31,14 +35,6 @@ Status Validate(const WorldOptions& options);
 // This machine's hostname (what ranks report as their host).
 std::string Hostname();
 
-struct Peer {
-  int rank = -1;
-  std::string host;          // hostname
-  std::string ip;            // the rank's address as the coordinator saw it
-  std::string address;       // what the rank published for its data plane
-  std::string Name() const;  // "rank 2 (node-c 10.77.0.3)"
-};
-
 class Coordinator;
 
 // One rank's view of the job: the control connection to the coordinator (run by rank 0 in a
@@ -46,7 +42,8 @@ class Coordinator;
 // when any rank fails or goes away.
 class World {
  public:
-  // Connects to the coordinator (rank 0 starts it first), retrying until the timeout.
+  // Connects to the coordinator (rank 0 starts it first), retrying until the timeout, and says
+  // hello: token, version, rank, world size and parameters.
   static Result<std::unique_ptr<World>> Connect(const WorldOptions& options);
   ~World();
 
@@ -56,9 +53,11 @@ class World {
   int size() const { return options_.world_size; }
   const WorldOptions& options() const { return options_; }
 
-  // Sends version, token and parameters with this rank's data address; returns every rank's
-  // peer entry once all ranks joined. A refused or missing rank is an error naming it.
+  // Publishes this rank's data address; returns every rank's peer entry once all ranks joined.
+  // A refused or missing rank is an error naming it.
   Result<std::vector<Peer>> Join(const std::string& data_address);
+  // After Join: the coordinator's secret for this run, which authenticates data connections.
+  const std::string& run_secret() const { return run_secret_; }
 
   // Every rank's `payload`, by rank; a barrier.
   Result<std::vector<std::string>> AllGather(const std::string& payload);
@@ -87,6 +86,7 @@ class World {
   Fd control_;
   std::string local_ip_;
   std::string coordinator_name_;
+  std::string run_secret_;
   std::unique_ptr<Coordinator> coordinator_;
   std::thread coordinator_thread_;
   int round_ = 0;

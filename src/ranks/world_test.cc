@@ -4,40 +4,16 @@
 
 #include <future>
 
+#include "ranks/world_testing.h"
+
 namespace tocsin::ranks {
 namespace {
 
 using namespace std::chrono_literals;
 
-WorldOptions Options(int rank, int size, const std::string& coordinator,
-                     std::chrono::milliseconds timeout = 10s) {
-  WorldOptions o;
-  o.rank = rank;
-  o.world_size = size;
-  o.coordinator = coordinator;
-  o.token = "t";
-  o.params = "allreduce 1K..1M";
-  o.timeout = timeout;
-  return o;
-}
-
-std::unique_ptr<World> MustConnect(const WorldOptions& o) {
-  auto w = World::Connect(o);
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
-  return w.ok() ? std::move(*w) : nullptr;
-}
-
-// Rank 0 on an ephemeral port; the others are told where it is.
-struct Job {
-  explicit Job(int size, std::chrono::milliseconds timeout = 10s) {
-    auto w0 = World::Connect(Options(0, size, "127.0.0.1:0", timeout));
-    EXPECT_TRUE(w0.ok()) << w0.status().ToString();
-    coordinator = (*w0)->options().coordinator;
-    worlds.push_back(std::move(*w0));
-  }
-  std::string coordinator;
-  std::vector<std::unique_ptr<World>> worlds;
-};
+using testing::Job;
+using testing::MustConnect;
+using testing::Options;
 
 TEST(WorldTest, JoinGatherLeave) {
   Job job(3);

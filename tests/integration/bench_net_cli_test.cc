@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -135,6 +137,68 @@ TEST(BenchNetCliTest, BadFlagsAreUsageErrors) {
   }
 }
 
+TEST(BenchNetCliTest, AMultiNodeRunWithoutATokenIsRefused) {
+  RunResult r = RunBinary(TOCSIN_BINARY,
+                          Args({"--rank", "0", "--world-size", "2", "--coordinator",
+                                "127.0.0.1:0", "--timeout", "1"}),
+                          {"TOCSIN_BENCH_TOKEN="});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("TOCSIN_BENCH_TOKEN"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--token-file"), std::string::npos) << r.err;
+  // Allowed when asked for: here rank 1 never comes, which is a finding, not a usage error.
+  RunResult insecure = RunBinary(TOCSIN_BINARY,
+                                 Args({"--rank", "0", "--world-size", "2", "--coordinator",
+                                       "127.0.0.1:0", "--timeout", "0.5", "--insecure-no-token"}),
+                                 {"TOCSIN_BENCH_TOKEN="});
+  EXPECT_EQ(insecure.exit_code, 1) << insecure.out << insecure.err;
+}
+
+TEST(BenchNetCliTest, ATokenOnTheCommandLineWarnsAndAFileDoesNot) {
+  std::vector<std::string> run = {"--local", "2", "-t", "allreduce", "-b", "1K", "-e", "1K"};
+  std::vector<std::string> flag = run;
+  flag.insert(flag.end(), {"--token", "s3cret"});
+  RunResult r = RunBinary(TOCSIN_BINARY, Args(flag));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  size_t at = r.err.find("warning: --token");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("warning: --token", at + 1), std::string::npos) << "once: " << r.err;
+  std::string dir = testing::TempDir("token");
+  std::string file = dir + "/token";
+  ASSERT_EQ(RunBinary("sh", {"-c", "printf 's3cret\\n' > " + file}).exit_code, 0);
+  std::vector<std::string> from_file = run;
+  from_file.insert(from_file.end(), {"--token-file", file});
+  JsonRun quiet = RunTocsinJson(Args(from_file));  // fails on any stderr output
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.report.dump(1);
+  RunResult missing = RunBinary(TOCSIN_BINARY, Args({"--local", "2", "--token-file", dir + "/no"}));
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("--token-file"), std::string::npos) << missing.err;
+  RunBinary("rm", {"-rf", dir});
+}
+
+TEST(BenchNetCliTest, ARankThatSendsGarbageIsBlamedNotFatal) {
+  // Each once crashed rank 0 (exit 3 on text that is not JSON, SIGSEGV on an empty or
+  // wrongly-typed payload).
+  for (std::vector<std::string> c :
+       {std::vector<std::string>{"allreduce", "payload:2:not json"},
+        std::vector<std::string>{"allreduce", "payload:2:"},
+        std::vector<std::string>{"allgather", "payload:2:[{\"bytes\":\"x\"}]"},
+        std::vector<std::string>{"p2p", "payload:2:[{\"a\":0,\"b\":99,\"latency_us\":1}]"},
+        std::vector<std::string>{"p2p", "payload:2:{}"}}) {
+    SCOPED_TRACE(c[1]);
+    RunResult r = RunBinary(
+        TOCSIN_BINARY, Args({"--local", "3", "-t", c[0], "-b", "1K", "-e", "4K", "-n", "2"}),
+        {"TOCSIN_TEST_FAULT=" + c[1]});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    json report = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+    auto f = FindingsOf(report, "net.rank.failed");
+    ASSERT_EQ(f.size(), 1u) << r.out;
+    EXPECT_EQ(f[0]["subject"].get<std::string>().rfind("rank 2 (", 0), 0u) << f[0].dump();
+    EXPECT_NE(f[0]["message"].get<std::string>().find("malformed results"), std::string::npos)
+        << f[0].dump();
+  }
+}
+
 // Four namespaces on a bridge; skipped where namespaces cannot be made (not root).
 class NetnsTest : public ::testing::Test {
  protected:
@@ -153,7 +217,9 @@ class NetnsTest : public ::testing::Test {
   }
 
   // Runs rank i in namespace i+1; returns rank 0's report and every rank's result.
-  json RunRanks(const std::vector<std::string>& extra, std::vector<RunResult>* all = nullptr) {
+  // `tokens`: each rank's TOCSIN_BENCH_TOKEN.
+  json RunRanks(const std::vector<std::string>& extra, std::vector<RunResult>* all = nullptr,
+                std::vector<std::string> tokens = std::vector<std::string>(4, "netns-test")) {
     std::vector<std::unique_ptr<Process>> procs;
     for (int r = 0; r < 4; ++r) {
       std::vector<std::string> argv = {"ip",
@@ -170,17 +236,17 @@ class NetnsTest : public ::testing::Test {
                                        "--world-size",
                                        "4",
                                        "--coordinator",
-                                       "10.77.0.1:29511",
-                                       "--token",
-                                       "netns-test",
-                                       "--timeout",
-                                       "20"};
+                                       "10.77.0.1:29511"};
+      if (std::find(extra.begin(), extra.end(), "--timeout") == extra.end()) {
+        argv.insert(argv.end(), {"--timeout", "20"});
+      }
       argv.insert(argv.end(), extra.begin(), extra.end());
-      procs.push_back(std::make_unique<Process>(argv));
+      procs.push_back(std::make_unique<Process>(
+          argv, std::vector<std::string>{"TOCSIN_BENCH_TOKEN=" + tokens[r]}));
     }
     std::vector<RunResult> results;
     for (auto& p : procs) results.push_back(p->Wait());
-    for (int r = 1; r < 4; ++r) {
+    for (int r = 1; r < 4 && all == nullptr; ++r) {
       EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].err;
     }
     if (all) *all = results;
@@ -223,6 +289,34 @@ TEST_F(NetnsTest, ShapedLinkIsSlowOnExactlyItsNodesPairs) {
     EXPECT_NE(f["subject"].get<std::string>().find("rank 3 ("), std::string::npos) << f.dump();
     EXPECT_LT(f["evidence"]["b_to_a_gbps"].get<double>(), 0.2) << f.dump();  // 1 Gbit/s egress
   }
+}
+
+TEST_F(NetnsTest, ANodeWithAnotherTokenIsRefusedAndRankZeroListensOnItsAddressOnly) {
+  // While rank 0 waits, its port answers on 10.77.0.1 only (not on its loopback).
+  std::vector<RunResult> all;
+  auto probe = std::async(std::launch::async, [&] {
+    RunResult r;
+    for (int i = 0; i < 300; ++i) {  // until rank 0 listens (bounded)
+      r = RunBinary("ip", {"netns", "exec", prefix_ + "1", "bash", "-c",
+                           "exec 3<>/dev/tcp/10.77.0.1/29511 && echo ok-addr; "
+                           "exec 4<>/dev/tcp/127.0.0.1/29511 && echo ok-lo"});
+      if (r.out.find("ok-addr") != std::string::npos) break;
+    }
+    return r;
+  });
+  json report = RunRanks({"-t", "allreduce", "-b", "4K", "-e", "4K", "--timeout", "3"}, &all,
+                         {"netns-test", "netns-test", "netns-test", "another"});
+  RunResult seen = probe.get();
+  EXPECT_NE(seen.out.find("ok-addr"), std::string::npos) << seen.out << seen.err;
+  EXPECT_EQ(seen.out.find("ok-lo"), std::string::npos) << seen.out;
+  ASSERT_TRUE(report.is_object());
+  auto f = FindingsOf(report, "net.rank.failed");
+  ASSERT_EQ(f.size(), 1u) << report.dump(1);
+  const std::string m = f[0]["message"];
+  EXPECT_NE(m.find("rank(s) 3 did not join"), std::string::npos) << m;
+  EXPECT_NE(m.find("10.77.0.4 (as rank 3) has another token"), std::string::npos) << m;
+  EXPECT_NE(all[3].err.find("not authenticated"), std::string::npos) << all[3].err;
+  EXPECT_EQ(all[3].err.find("runs tocsin"), std::string::npos) << "no version before auth";
 }
 
 }  // namespace

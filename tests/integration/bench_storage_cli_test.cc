@@ -147,6 +147,40 @@ TEST(BenchStorageCliTest, RanksShareOnePath) {
   fs::remove_all(dir);
 }
 
+TEST(BenchStorageCliTest, ARankThatSendsGarbageIsBlamedNotFatal) {
+  // Each once killed the probe of rank 0 ("the storage probe died", exit 3).
+  for (const char* fault : {"payload:1:", "payload:1:not json", "payload:1:{\"phases\":7}",
+                            "payload:1:{\"phases\":[{\"phase\":\"write\",\"bytes\":-1}]}"}) {
+    SCOPED_TRACE(fault);
+    std::string dir = TempDir("storage-garbage");
+    RunResult r = RunBinary(TOCSIN_BINARY,
+                            {"bench", "storage", "--path", dir, "--local", "2", "--phase", "write",
+                             "--size", "1M", "-o", "json"},
+                            {std::string("TOCSIN_TEST_FAULT=") + fault});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    json report = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+    auto f = FindingsOf(report, "storage.rank.failed");
+    ASSERT_EQ(f.size(), 1u) << r.out;
+    EXPECT_EQ(f[0]["subject"].get<std::string>().rfind("rank 1 (", 0), 0u) << f[0].dump();
+    EXPECT_NE(f[0]["message"].get<std::string>().find("malformed results"), std::string::npos);
+    EXPECT_TRUE(fs::is_empty(dir));
+    fs::remove_all(dir);
+  }
+}
+
+TEST(BenchStorageCliTest, AMultiNodeRunWithoutATokenIsRefused) {
+  std::string dir = TempDir("storage-token");
+  RunResult r = RunBinary(TOCSIN_BINARY,
+                          {"bench", "storage", "--path", dir, "--rank", "0", "--world-size", "2",
+                           "--coordinator", "127.0.0.1:0"},
+                          {"TOCSIN_BENCH_TOKEN="});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("TOCSIN_BENCH_TOKEN"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
 TEST(BenchStorageCliTest, RefusesPathsItMustNotUse) {
   std::string dir = TempDir("storage-refuse");
   std::string file = dir + "/file";
