@@ -7,7 +7,7 @@ FUZZ_DIR := build/fuzz
 FUZZ_SECONDS ?= 30
 CMAKE_COMMON := -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 
-.PHONY: all deps build demo test test-build fuzz-build fuzz format clean
+.PHONY: all deps build demo test test-build fuzz-build fuzz format clean k8s-up k8s-down
 
 all: build
 
@@ -67,9 +67,23 @@ fuzz-build: deps
 	  -DTOCSIN_FUZZ=ON -DTOCSIN_BUILD_TESTS=OFF >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS)
 
+# The real control plane (tools/k8s, built once per machine and cached in /var/cache/tocsin) is
+# brought up once for the suite, in its own state folder and namespaces, and always taken down.
+K8S_TEST_ENV := K8S_STATE=$(CURDIR)/build/k8s-test K8S_NETNS_PREFIX=tt K8S_TOCSIN=$(CURDIR)/$(TEST_DIR)/tocsin
 test: test-build fuzz-build
-	@cd $(TEST_DIR) && ctest --output-on-failure -j $(JOBS)
-	@cd $(FUZZ_DIR) && ctest --output-on-failure -j $(JOBS)
+	@$(K8S_TEST_ENV) tools/k8s/up.sh >/dev/null
+	@status=0; \
+	  (cd $(TEST_DIR) && TOCSIN_K8S_ENV=$(CURDIR)/build/k8s-test/env ctest --output-on-failure -j $(JOBS)) || status=1; \
+	  $(K8S_TEST_ENV) tools/k8s/down.sh || status=1; \
+	  (cd $(FUZZ_DIR) && ctest --output-on-failure -j $(JOBS)) || status=1; \
+	  exit $$status
+
+# A real Kubernetes 1.20.2 control plane with the test kubelet, by hand (see README, Development).
+k8s-up: build
+	@tools/k8s/up.sh
+
+k8s-down:
+	@tools/k8s/down.sh
 
 # Runs every fuzz target for FUZZ_SECONDS each.
 fuzz: fuzz-build
