@@ -1796,7 +1796,7 @@ class Kubelet:
 
     def write_ready(self):
         info = {"nodes": {n.name: n.address for n in self.nodes}, "kubeletPort": self.api_port(None),
-                "pid": os.getpid()}
+                "pid": os.getpid(), "root": self.root, "namespaces": bool(self.network)}
         tmp = self.a.ready_file + ".tmp"
         with open(tmp, "w") as f:
             json.dump(info, f)
