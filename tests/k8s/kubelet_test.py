@@ -225,6 +225,90 @@ class LogTest(unittest.TestCase):
             shutil.rmtree(d)
 
 
+class FakeApi:
+    """Stands in for the apiserver: records writes, has no secrets or configmaps."""
+    calls = []
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def call(self, method, path, body=None, ctype=None, ok=None):
+        FakeApi.calls.append((method, path, body))
+        return {}
+
+    def get(self, path):
+        raise kubelet.ApiError(404, "not found")
+
+
+class ProcessTest(unittest.TestCase):
+    """Pod workers with real processes and a fake API: the process cap, deletion, shutdown."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kubelet-unit-")
+        with open(os.path.join(self.dir, "tokens.json"), "w") as f:
+            json.dump({"n1": "t"}, f)
+        with open(os.path.join(self.dir, "nodes.json"), "w") as f:
+            json.dump({"items": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}]}, f)
+        a = type("Args", (), dict(server="https://127.0.0.1:6443", ca="", admin_cert="", admin_key="",
+                                  node_tokens=os.path.join(self.dir, "tokens.json"),
+                                  nodes=os.path.join(self.dir, "nodes.json"),
+                                  state=os.path.join(self.dir, "state"), tocsin="", netns_prefix="",
+                                  subnet="10.78.0", max_procs=1, ready_file="", pid_file=""))
+        real = kubelet.Api
+        kubelet.Api = FakeApi
+        try:
+            self.k = kubelet.Kubelet(a)
+        finally:
+            kubelet.Api = real
+        self.k.root = False  # no mounts or namespaces in unit tests, even as root
+        os.makedirs(os.path.join(self.k.state, "pods"))
+        self.node = self.k.nodes[0]
+        FakeApi.calls = []
+
+    def tearDown(self):
+        self.k.shutdown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def pod(self, name, cmd):
+        p = {"metadata": {"name": name, "namespace": "ns", "uid": "uid-" + name},
+             "spec": {"nodeName": "n1", "restartPolicy": "Always", "terminationGracePeriodSeconds": 1,
+                      "containers": [{"name": "main", "image": "busybox", "command": cmd}]}}
+        self.k.pod_event(self.node, p)
+        return p
+
+    def status(self, name):
+        for method, path, body in reversed(FakeApi.calls):
+            if method == "PATCH" and "/pods/%s/status" % name in path:
+                return body["status"]["containerStatuses"][0]
+        return None
+
+    def state(self, name):
+        s = self.status(name)
+        return list(s["state"])[0] if s else None
+
+    def test_process_cap_deletion_and_shutdown(self):
+        a = self.pod("a", ["sleep", "60"])
+        poll("a running", lambda: self.state("a") == "running", 20)
+        self.pod("b", ["sleep", "60"])
+        poll("b held at the cap", lambda: self.status("b") and "process cap" in
+             self.status("b")["state"].get("waiting", {}).get("message", ""), 20)
+        self.assertEqual(self.status("b")["state"]["waiting"]["reason"], "ContainerCreating")
+        pid_a = next(iter(self.k.procs))
+        deleted = dict(a, metadata=dict(a["metadata"], deletionTimestamp="2026-01-01T00:00:00Z",
+                                        deletionGracePeriodSeconds=1))
+        self.k.pod_event(self.node, deleted)
+        poll("a deleted with grace 0", lambda: any(
+            m == "DELETE" and b and b.get("gracePeriodSeconds") == 0 and "/pods/a" in p
+            for m, p, b in FakeApi.calls), 20)
+        self.assertFalse(os.path.exists("/proc/%d" % pid_a) and
+                         open("/proc/%d/stat" % pid_a).read().split()[2] != "Z")
+        poll("b running once a slot is free", lambda: self.state("b") == "running", 20)
+        pids = list(self.k.procs)
+        self.k.shutdown()
+        for pid in pids:
+            self.assertFalse(os.path.exists("/proc/%d" % pid), "process %d left behind" % pid)
+
+
 # ----------------------------------------------------------------------------------------------
 # Live: the real control plane from tools/k8s/up.sh
 
