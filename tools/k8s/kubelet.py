@@ -29,8 +29,10 @@ there, empty, and left: the host's filesystem is the containers' root filesystem
 P, node i (1-based, NodeList order) gets network namespace Pi with eth0 = 10.78.0.i/24 on the bridge
 Pbr (10.78.0.254/24 in the root namespace), its kubelet API on 10.78.0.i:10250 and, for the
 `kubernetes` Service, a forwarder on 127.0.0.1:<apiserver port> inside the namespace to the apiserver.
-Nothing is routed anywhere else. Without root: no namespaces, no mounts (the container log says so),
-every node's address is 127.0.0.1 and all nodes share one kubelet API port.
+Nothing is routed anywhere else. --subnet (default 10.78.0) moves the /24 so that two test kubelets
+can run at once (the kubelet serving certificate needs SANs for the node addresses). Without root:
+no namespaces, no mounts (the container log says so), every node's address is 127.0.0.1 and all
+nodes share one kubelet API port.
 
 Networking for multi-pod workloads: pods share their node's network namespace (as hostNetwork pods
 do), so status.podIP == status.hostIP == the node's address and two pods on one node cannot listen on
@@ -41,8 +43,16 @@ spec.nodeName or a nodeSelector and use 10.78.0.i (127.0.0.1 without namespaces)
 
 Probes: an exec readinessProbe runs in the container's namespaces (period, timeout, thresholds);
 without one, or with an httpGet/tcpSocket one, a container is ready when it runs. Liveness and startup
-probes are ignored. Not done:
-lifecycle hooks, resource limits, service links other than `kubernetes`, image pulls, PID namespaces.
+probes are ignored.
+
+The ready file (--ready-file) is JSON: {"nodes": {NAME: ADDRESS}, "kubeletPort", "pid", "root",
+"namespaces"}. On SIGTERM every container process group gets SIGTERM, then SIGKILL after 2 s, and the
+namespaces and bridge are deleted. A SIGKILLed kubelet leaves its namespaces (the next start with the
+same prefix deletes them); its containers' direct processes die with it (PR_SET_PDEATHSIG), what they
+started in the background may not.
+
+Not done: lifecycle hooks, resource limits, service links other than `kubernetes`, image pulls, PID
+and UTS namespaces, hostname.
 """
 
 import argparse
