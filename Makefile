@@ -69,7 +69,8 @@ fuzz-build: deps
 
 # The real control plane (tools/k8s, built once per machine and cached in /var/cache/tocsin) is
 # brought up once for the suite, in its own state folder and namespaces, and always taken down.
-K8S_TEST_ENV := K8S_STATE=$(CURDIR)/build/k8s-test K8S_NETNS_PREFIX=tt K8S_TOCSIN=$(CURDIR)/$(TEST_DIR)/tocsin
+K8S_TEST_ENV := K8S_STATE=$(CURDIR)/build/k8s-test K8S_NETNS_PREFIX=tt K8S_SUBNET=10.78.1 \
+  K8S_TOCSIN=$(CURDIR)/$(TEST_DIR)/tocsin
 test: test-build fuzz-build
 	@$(K8S_TEST_ENV) tools/k8s/up.sh >/dev/null
 	@status=0; \

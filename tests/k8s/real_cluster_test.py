@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -197,6 +198,11 @@ class RbacTest(ClusterTestCase):
                 continue
             c.kubectl("apply", "--dry-run=server", *args)
             c.kubectl("apply", *args)
+        # rbac-taint.yaml is an optional grant (patch nodes, for `taint: true`): what it allows is
+        # checked here, then it is removed so that the tests below see the agent's default rights.
+        cls.taint_grant_allows = cls.allowed(c.service_account_token("tocsin", "tocsin-agent"),
+                                             "patch", "nodes", "")
+        c.kubectl("delete", "-f", os.path.join(SOURCE, "deploy", "agent", "rbac-taint.yaml"))
         # The agent DaemonSet as deployed runs on every node (the test kubelet runs its pods with
         # the ServiceAccount token the admission plugin mounted) and writes each node's conditions.
         # Then it is removed, so that the agent run by hand below is the only writer of gpu-node-01.
@@ -227,8 +233,9 @@ class RbacTest(ClusterTestCase):
         # The manifests this test must cover: if they move, the test fails instead of passing empty.
         for must in ("deploy/agent", "deploy/agent/rbac-taint.yaml", "deploy/rbac/audit.yaml"):
             self.assertIn(must, found)
+        # (the DaemonSet was applied too; setUpClass removed it once its pods had reported)
         for kind, name in (("serviceaccount", "tocsin-agent"), ("serviceaccount", "tocsin-audit"),
-                           ("daemonset", "tocsin-agent"), ("configmap", "tocsin-agent")):
+                           ("configmap", "tocsin-agent")):
             self.cluster.kubectl("get", "-n", "tocsin", kind, name)
         self.cluster.kubectl("get", "clusterrole", "tocsin-agent", "tocsin-audit")
 
@@ -268,6 +275,7 @@ class RbacTest(ClusterTestCase):
         c = self.cluster
         kc = c.token_kubeconfig(os.path.join(self.tmp, "agent.kubeconfig"), self.token("tocsin-agent"))
         root = os.path.join(SOURCE, "testdata", "nodes", "ib-port-down")
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         agent = subprocess.Popen(
             [tocsin_binary(), "agent", "--root", root, "--listen", "127.0.0.1:0",
              "--kubeconfig", kc, "--reconcile", "200ms"],
@@ -282,10 +290,11 @@ class RbacTest(ClusterTestCase):
             conds = c.wait_for(degraded, 60, "RDMAFabricDegraded=True on gpu-node-01")
             self.assertEqual(conds["RDMAFabricDegraded"]["reason"], "RdmaPortDown")
             self.assertEqual(conds["Ready"]["status"], "True")  # merged, not replaced
-            def event():
+            def event():  # this run's (a cluster kept up by hand has earlier runs' too)
                 events = c.get("events", "-n", "default",
                                "--field-selector", "involvedObject.name=gpu-node-01")["items"]
-                return [e for e in events if e.get("source", {}).get("component") == "tocsin-agent"]
+                return [e for e in events if e.get("source", {}).get("component") == "tocsin-agent"
+                        and e["reason"] == "RdmaPortDown" and e["lastTimestamp"] >= started]
             [e] = c.wait_for(event, 30, "the agent's Event")
             self.assertEqual((e["type"], e["reason"]), ("Warning", "RdmaPortDown"))
             self.assertEqual(e["involvedObject"]["kind"], "Node")
@@ -308,12 +317,19 @@ class RbacTest(ClusterTestCase):
         # What it is granted, as the real authorizer decides it (no write needed to know).
         for verb, resource, sub in (("patch", "nodes", "status"), ("get", "nodes", ""),
                                     ("list", "pods", "")):
-            review = c.api("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": {"verb": verb, "resource": resource,
-                                                "subresource": sub, "name": "gpu-node-01"}}},
-                token=token)
-            self.assertTrue(review["status"]["allowed"], (verb, resource, sub))
+            self.assertTrue(self.allowed(token, verb, resource, sub), (verb, resource, sub))
+        self.assertFalse(self.allowed(token, "patch", "nodes", ""))
+        # With the optional rbac-taint.yaml applied, and only then, it may patch the Node.
+        self.assertTrue(self.taint_grant_allows)
+
+    @classmethod
+    def allowed(cls, token, verb, resource, subresource):
+        review = cls.cluster.api("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": verb, "resource": resource,
+                                            "subresource": subresource, "name": "gpu-node-01"}}},
+            token=token)
+        return review["status"]["allowed"]
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ HEARTBEAT = 10.0
 API_TIMEOUT = 15.0
 MAX_GRACE = 30
 KUBELET_PORT = 10250
+POD_LOG_ROOT = "/var/log/pods"  # hostPath volumes of it get the node's own (see Volumes.prepare)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 CLONE_NEWNS = 0x00020000
@@ -900,6 +901,7 @@ class PodWorker:
             argv = [expand_vars(a, env) for a in argv]
         logdir = os.path.join(self.dir, "logs", c.name)
         os.makedirs(logdir, exist_ok=True)
+        self.k.link_pod_logs(self)
         log_path = os.path.join(logdir, "%d.log" % c.instances)
         if os.path.exists(log_path):
             os.unlink(log_path)
@@ -1107,6 +1109,11 @@ class Volumes:
             if "hostPath" in v:
                 hp = v["hostPath"]
                 path, kind = hp["path"], hp.get("type", "")
+                if os.path.normpath(path) == POD_LOG_ROOT:
+                    # The node's /var/log/pods is this kubelet's, per node, in the kubelet's layout
+                    # (NS_POD_UID/CONTAINER/N.log in the CRI format), not the host's.
+                    w.volume_dirs[name] = self.k.pod_log_root(w.node.name)
+                    continue
                 if kind == "DirectoryOrCreate" and self.k.root:
                     os.makedirs(path, exist_ok=True)
                 elif kind == "FileOrCreate" and self.k.root and not os.path.exists(path):
@@ -1590,6 +1597,43 @@ class Kubelet:
             self.network = Network(a.netns_prefix, len(self.nodes), a.subnet)
         self.servers = []
         self.shared_port = None
+        self.created_paths = set()
+        self.created_lock = threading.Lock()
+
+    def pod_log_root(self, node):
+        d = os.path.join(self.state, "var-log-pods", node)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def link_pod_logs(self, w):
+        """NS_POD_UID in the node's pod-log root points at the pod's logs folder."""
+        link = os.path.join(self.pod_log_root(w.node.name), "%s_%s_%s" % (w.ns, w.name, w.uid))
+        if not os.path.lexists(link):
+            try:
+                os.symlink(os.path.join(w.dir, "logs"), link)
+            except FileExistsError:
+                pass
+
+    def note_created(self, path):
+        """Records the parts of a mount point that do not exist on the host (the child creates them)."""
+        with self.created_lock:
+            p = os.path.normpath(path)
+            while p != "/" and not os.path.lexists(p):
+                self.created_paths.add(p)
+                p = os.path.dirname(p)
+
+    def remove_created(self):
+        """Removes the mount points this kubelet made on the host, deepest first, if still empty."""
+        with self.created_lock:
+            for p in sorted(self.created_paths, key=lambda x: x.count("/"), reverse=True):
+                try:
+                    if os.path.isdir(p) and not os.path.islink(p):
+                        os.rmdir(p)
+                    elif os.path.isfile(p) and os.path.getsize(p) == 0:
+                        os.unlink(p)
+                except OSError:
+                    pass
+            self.created_paths.clear()
 
     def api_port(self, node):
         return KUBELET_PORT if self.network else self.shared_port
@@ -1618,6 +1662,8 @@ class Kubelet:
                         os.makedirs(src)
                 mounts.append({"src": src, "dst": m["mountPath"], "ro": bool(m.get("readOnly"))})
             mounts.append({"src": term_file, "dst": tmp_path, "ro": False})
+            for m in mounts:
+                self.note_created(m["dst"])
         else:
             if c.spec.get("volumeMounts"):
                 notes.append("test kubelet: not root, volumes are not mounted (%s)"
@@ -1850,6 +1896,7 @@ class Kubelet:
                 pass
         if self.network:
             self.network.teardown()
+        self.remove_created()
         for f in (self.a.ready_file, self.a.pid_file):
             if f:
                 try:

@@ -12,6 +12,7 @@ NODES=${K8S_NODES:-$ROOT/testdata/k8s/nodes.json}
 TOCSIN=${K8S_TOCSIN:-$ROOT/build/release/tocsin}
 NETNS_PREFIX=${K8S_NETNS_PREFIX:-tk}
 MAX_PROCS=${K8S_MAX_PROCS:-64}
+SUBNET=${K8S_SUBNET:-10.78.0}   # node i is SUBNET.i in its namespace, the bridge SUBNET.254
 log() { echo "k8s-up: $*" >&2; }
 
 mkdir -p "$(dirname "$STATE")"
@@ -69,7 +70,7 @@ extendedKeyUsage=serverAuth"
   sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" \
     "extendedKeyUsage=clientAuth"
   sans="IP:127.0.0.1,DNS:localhost"
-  for i in $(seq 1 32); do sans="$sans,IP:10.78.0.$i"; done
+  for i in $(seq 1 253); do sans="$sans,IP:$SUBNET.$i"; done
   sign kubelet "/CN=tocsin-test-kubelet" "subjectAltName=$sans
 extendedKeyUsage=serverAuth"
   # ServiceAccount token signing keys (RSA: the token controller and the apiserver need RS256).
@@ -209,7 +210,7 @@ if [ "${K8S_KUBELET:-1}" = 1 ]; then
     --node-tokens "$STATE/node-tokens.json" --nodes "$NODES" \
     --serving-cert "$STATE/pki/kubelet.crt" --serving-key "$STATE/pki/kubelet.key" \
     --client-ca "$STATE/pki/ca.crt" --state "$STATE/kubelet" --tocsin "$TOCSIN" \
-    --netns-prefix "$netns" --max-procs "$MAX_PROCS" --ready-file "$STATE/kubelet.ready" \
+    --netns-prefix "$netns" --subnet "$SUBNET" --max-procs "$MAX_PROCS" --ready-file "$STATE/kubelet.ready" \
     --pid-file "$STATE/kubelet.pid"
   wait_for kubelet 60 test -f "$STATE/kubelet.ready"
 fi
