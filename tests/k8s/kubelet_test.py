@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of the test kubelet (tools/k8s/kubelet.py).
+"""Tests of the test kubelet (tools/k8s/kubelet.py, the package tools/k8s/kubelet/).
 
 Unit tests of its pure functions always run. The live tests run against the real control plane that
 tools/k8s/up.sh brought up: its env file is $TOCSIN_K8S_ENV, else $K8S_STATE/env, else build/k8s/env;
@@ -13,7 +13,6 @@ Exit status 77 (ctest's SKIP_RETURN_CODE) when the unit tests pass but there is 
 
 import base64
 import http.client
-import importlib.util
 import json
 import os
 import secrets
@@ -27,9 +26,14 @@ import unittest
 import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("kubelet", os.path.join(ROOT, "tools", "k8s", "kubelet.py"))
-kubelet = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kubelet)
+sys.path.insert(0, os.path.join(ROOT, "tools", "k8s"))
+from kubelet import api as k_api  # noqa: E402 - the package tools/k8s/kubelet/
+from kubelet import env as k_env  # noqa: E402
+from kubelet import logs as k_logs  # noqa: E402
+from kubelet import main as k_main  # noqa: E402
+from kubelet import nodes as k_nodes  # noqa: E402
+from kubelet import status as k_status  # noqa: E402
+from kubelet import times as k_times  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------
@@ -37,13 +41,13 @@ _spec.loader.exec_module(kubelet)
 
 class BackoffTest(unittest.TestCase):
     def test_go_duration(self):
-        self.assertEqual(kubelet.go_duration(10), "10s")
-        self.assertEqual(kubelet.go_duration(80), "1m20s")
-        self.assertEqual(kubelet.go_duration(300), "5m0s")
-        self.assertEqual(kubelet.go_duration(3725), "1h2m5s")
+        self.assertEqual(k_times.go_duration(10), "10s")
+        self.assertEqual(k_times.go_duration(80), "1m20s")
+        self.assertEqual(k_times.go_duration(300), "5m0s")
+        self.assertEqual(k_times.go_duration(3725), "1h2m5s")
 
     def test_doubles_to_five_minutes(self):
-        b = kubelet.Backoff()
+        b = k_status.Backoff()
         now = 1000.0
         delays = []
         for _ in range(8):
@@ -53,14 +57,14 @@ class BackoffTest(unittest.TestCase):
         self.assertEqual(delays, [10, 20, 40, 80, 160, 300, 300, 300])
 
     def test_first_failure_restarts_at_once_then_backs_off(self):
-        b = kubelet.Backoff()
+        b = k_status.Backoff()
         self.assertFalse(b.in_backoff_since(100.0, 100.5))  # no entry yet: restart now
         b.next(100.5)
         self.assertTrue(b.in_backoff_since(101.0, 105.0))   # second failure: 10 s
         self.assertFalse(b.in_backoff_since(101.0, 111.5))
 
     def test_reset_after_ten_minutes(self):
-        b = kubelet.Backoff()
+        b = k_status.Backoff()
         b.next(0)
         b.next(11)
         self.assertEqual(b.get(), 20)
@@ -69,10 +73,10 @@ class BackoffTest(unittest.TestCase):
         self.assertFalse(b.in_backoff_since(11 + 601 + 650, 11 + 601 + 651) and False)
 
     def test_should_restart(self):
-        self.assertTrue(kubelet.should_restart("Always", 0))
-        self.assertTrue(kubelet.should_restart("OnFailure", 1))
-        self.assertFalse(kubelet.should_restart("OnFailure", 0))
-        self.assertFalse(kubelet.should_restart("Never", 1))
+        self.assertTrue(k_status.should_restart("Always", 0))
+        self.assertTrue(k_status.should_restart("OnFailure", 1))
+        self.assertFalse(k_status.should_restart("OnFailure", 0))
+        self.assertFalse(k_status.should_restart("Never", 1))
 
 
 def st(state, last=None):
@@ -90,7 +94,7 @@ class PhaseTest(unittest.TestCase):
     LOOP = {"waiting": {"reason": "CrashLoopBackOff"}}
 
     def phase(self, policy, statuses, inits=(), init_done=True):
-        return kubelet.pod_phase(policy, [st(s) for s in inits], statuses, init_done)
+        return k_status.pod_phase(policy, [st(s) for s in inits], statuses, init_done)
 
     def test_phases(self):
         self.assertEqual(self.phase("Always", [st(self.WAIT)]), "Pending")
@@ -111,23 +115,23 @@ class PhaseTest(unittest.TestCase):
 
 class ConditionsTest(unittest.TestCase):
     def test_ready_and_transition_times(self):
-        c = kubelet.pod_conditions([], "Pending", [], ["main"], 1000)
+        c = k_status.pod_conditions([], "Pending", [], ["main"], 1000)
         by = {x["type"]: x for x in c}
         self.assertEqual(by["Ready"]["status"], "False")
         self.assertEqual(by["Ready"]["reason"], "ContainersNotReady")
         self.assertEqual(by["Ready"]["message"], "containers with unready status: [main]")
         self.assertEqual(by["Initialized"]["status"], "True")
         self.assertEqual(by["PodScheduled"]["status"], "True")
-        c2 = kubelet.pod_conditions(c, "Running", [], [], 2000)
+        c2 = k_status.pod_conditions(c, "Running", [], [], 2000)
         by2 = {x["type"]: x for x in c2}
         self.assertEqual(by2["Ready"]["status"], "True")
-        self.assertEqual(by2["Ready"]["lastTransitionTime"], kubelet.rfc3339(2000))
-        self.assertEqual(by2["Initialized"]["lastTransitionTime"], kubelet.rfc3339(1000))
+        self.assertEqual(by2["Ready"]["lastTransitionTime"], k_times.rfc3339(2000))
+        self.assertEqual(by2["Initialized"]["lastTransitionTime"], k_times.rfc3339(1000))
 
     def test_completed_and_init(self):
-        by = {x["type"]: x for x in kubelet.pod_conditions([], "Succeeded", [], ["main"], 0)}
+        by = {x["type"]: x for x in k_status.pod_conditions([], "Succeeded", [], ["main"], 0)}
         self.assertEqual((by["Ready"]["status"], by["Ready"]["reason"]), ("False", "PodCompleted"))
-        by = {x["type"]: x for x in kubelet.pod_conditions([], "Pending", ["a", "b"], ["main"], 0)}
+        by = {x["type"]: x for x in k_status.pod_conditions([], "Pending", ["a", "b"], ["main"], 0)}
         self.assertEqual(by["Initialized"]["message"], "containers with incomplete status: [a b]")
 
 
@@ -138,13 +142,13 @@ class EnvTest(unittest.TestCase):
 
     def test_expand(self):
         env = {"A": "1", "B": "two"}
-        self.assertEqual(kubelet.expand_vars("$(A)-$(B)", env), "1-two")
-        self.assertEqual(kubelet.expand_vars("$(C)", env), "$(C)")
-        self.assertEqual(kubelet.expand_vars("$$(A)", env), "$(A)")
-        self.assertEqual(kubelet.expand_vars("cost $5 $(A", env), "cost $5 $(A")
+        self.assertEqual(k_env.expand_vars("$(A)-$(B)", env), "1-two")
+        self.assertEqual(k_env.expand_vars("$(C)", env), "$(C)")
+        self.assertEqual(k_env.expand_vars("$$(A)", env), "$(A)")
+        self.assertEqual(k_env.expand_vars("cost $5 $(A", env), "cost $5 $(A")
 
     def test_field_ref(self):
-        f = lambda p: kubelet.field_ref(self.POD, p, "10.78.0.1", "10.78.0.1")  # noqa: E731
+        f = lambda p: k_env.field_ref(self.POD, p, "10.78.0.1", "10.78.0.1")  # noqa: E731
         self.assertEqual(f("metadata.name"), "p")
         self.assertEqual(f("metadata.namespace"), "ns")
         self.assertEqual(f("metadata.uid"), "u-1")
@@ -159,49 +163,49 @@ class EnvTest(unittest.TestCase):
 
     def test_resource_field(self):
         c = {"resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}, "requests": {"cpu": "250m"}}}
-        self.assertEqual(kubelet.resource_field(c, {}, {"resource": "limits.cpu"}), "2")
-        self.assertEqual(kubelet.resource_field(c, {}, {"resource": "limits.memory", "divisor": "1Mi"}), "1024")
-        self.assertEqual(kubelet.resource_field({}, {"cpu": "16"}, {"resource": "limits.cpu"}), "16")
+        self.assertEqual(k_env.resource_field(c, {}, {"resource": "limits.cpu"}), "2")
+        self.assertEqual(k_env.resource_field(c, {}, {"resource": "limits.memory", "divisor": "1Mi"}), "1024")
+        self.assertEqual(k_env.resource_field({}, {"cpu": "16"}, {"resource": "limits.cpu"}), "16")
 
     def test_argv(self):
         t = "/b/tocsin"
-        self.assertEqual(kubelet.resolve_argv({"command": ["tocsin", "node"], "args": ["-o", "json"]},
+        self.assertEqual(k_env.resolve_argv({"command": ["tocsin", "node"], "args": ["-o", "json"]},
                                               True, t), (["/b/tocsin", "node", "-o", "json"], None))
-        self.assertEqual(kubelet.resolve_argv({"args": ["agent"]}, True, t), (["/b/tocsin", "agent"], None))
-        self.assertEqual(kubelet.resolve_argv({"command": ["sh", "-c", "x"]}, True, t), (["sh", "-c", "x"], None))
-        self.assertEqual(kubelet.resolve_argv({"command": ["sh"], "args": ["-c", "x"]}, False, t)[0],
+        self.assertEqual(k_env.resolve_argv({"args": ["agent"]}, True, t), (["/b/tocsin", "agent"], None))
+        self.assertEqual(k_env.resolve_argv({"command": ["sh", "-c", "x"]}, True, t), (["sh", "-c", "x"], None))
+        self.assertEqual(k_env.resolve_argv({"command": ["sh"], "args": ["-c", "x"]}, False, t)[0],
                          ["sh", "-c", "x"])
-        argv, note = kubelet.resolve_argv({"image": "nginx"}, False, t)
+        argv, note = k_env.resolve_argv({"image": "nginx"}, False, t)
         self.assertIsNone(argv)
         self.assertIn("no known entrypoint", note)
 
 
 class LogTest(unittest.TestCase):
     def log(self, *lines):
-        return b"".join(kubelet.cri_line(1700000000 + i, b"stdout", l, False) for i, l in enumerate(lines))
+        return b"".join(k_logs.cri_line(1700000000 + i, b"stdout", l, False) for i, l in enumerate(lines))
 
     def test_render_and_tail(self):
         data = self.log(b"one", b"two", b"three")
-        self.assertEqual(kubelet.render_log(data), b"one\ntwo\nthree\n")
-        self.assertEqual(kubelet.render_log(data, tail_lines=2), b"two\nthree\n")
-        self.assertEqual(kubelet.render_log(data, tail_lines=0), b"")
-        self.assertEqual(kubelet.render_log(data, limit_bytes=5), b"one\nt")
-        ts = kubelet.render_log(data, tail_lines=1, timestamps=True)
+        self.assertEqual(k_logs.render_log(data), b"one\ntwo\nthree\n")
+        self.assertEqual(k_logs.render_log(data, tail_lines=2), b"two\nthree\n")
+        self.assertEqual(k_logs.render_log(data, tail_lines=0), b"")
+        self.assertEqual(k_logs.render_log(data, limit_bytes=5), b"one\nt")
+        ts = k_logs.render_log(data, tail_lines=1, timestamps=True)
         self.assertTrue(ts.startswith(b"2023-11-14T22:13:22.000000000Z three"), ts)
 
     def test_partial_lines_join(self):
-        data = (kubelet.cri_line(1, b"stdout", b"ab", True) + kubelet.cri_line(2, b"stdout", b"cd", False))
-        self.assertEqual(kubelet.render_log(data), b"abcd\n")
+        data = (k_logs.cri_line(1, b"stdout", b"ab", True) + k_logs.cri_line(2, b"stdout", b"cd", False))
+        self.assertEqual(k_logs.render_log(data), b"abcd\n")
 
     def test_termination_message(self):
-        self.assertEqual(kubelet.termination_message(b"done", None, 0, b""), "done")
-        self.assertEqual(len(kubelet.termination_message(b"x" * 5000, None, 1, b"")), 4096)
+        self.assertEqual(k_status.termination_message(b"done", None, 0, b""), "done")
+        self.assertEqual(len(k_status.termination_message(b"x" * 5000, None, 1, b"")), 4096)
         logs = self.log(*[b"line %d" % i for i in range(100)])
-        m = kubelet.termination_message(b"", "FallbackToLogsOnError", 1, logs)
+        m = k_status.termination_message(b"", "FallbackToLogsOnError", 1, logs)
         self.assertTrue(m.startswith("line 20\n"), m[:20])
         self.assertLessEqual(len(m), 2048)
-        self.assertEqual(kubelet.termination_message(b"", "FallbackToLogsOnError", 0, logs), "")
-        self.assertEqual(kubelet.termination_message(b"", "File", 1, logs), "")
+        self.assertEqual(k_status.termination_message(b"", "FallbackToLogsOnError", 0, logs), "")
+        self.assertEqual(k_status.termination_message(b"", "File", 1, logs), "")
 
     def test_pump_caps_the_log(self):
         d = tempfile.mkdtemp()
@@ -210,7 +214,7 @@ class LogTest(unittest.TestCase):
             r2, w2 = os.pipe()
             os.close(w2)
             path = os.path.join(d, "0.log")
-            pump = kubelet.LogPump(path, r, r2, cap=4096)
+            pump = k_logs.LogPump(path, r, r2, cap=4096)
             for i in range(200):
                 os.write(w, b"line %d with some padding to fill the cap\n" % i)
             os.write(w, b"no newline at the end")
@@ -220,7 +224,7 @@ class LogTest(unittest.TestCase):
                 data = f.read()
             self.assertLessEqual(len(data), 4096 + 200)
             self.assertIn(b"log truncated at 4096 bytes", data)
-            self.assertTrue(kubelet.render_log(data).startswith(b"line 0 with"))
+            self.assertTrue(k_logs.render_log(data).startswith(b"line 0 with"))
         finally:
             shutil.rmtree(d)
 
@@ -237,7 +241,7 @@ class FakeApi:
         return {}
 
     def get(self, path):
-        raise kubelet.ApiError(404, "not found")
+        raise k_api.ApiError(404, "not found")
 
 
 class ProcessTest(unittest.TestCase):
@@ -254,12 +258,12 @@ class ProcessTest(unittest.TestCase):
                                   nodes=os.path.join(self.dir, "nodes.json"),
                                   state=os.path.join(self.dir, "state"), tocsin="", netns_prefix="",
                                   subnet="10.78.0", max_procs=1, ready_file="", pid_file=""))
-        real = kubelet.Api
-        kubelet.Api = FakeApi
+        real = k_main.Api, k_nodes.Api
+        k_main.Api = k_nodes.Api = FakeApi  # the admin client and the nodes' clients
         try:
-            self.k = kubelet.Kubelet(a)
+            self.k = k_main.Kubelet(a)
         finally:
-            kubelet.Api = real
+            k_main.Api, k_nodes.Api = real
         self.k.root = False  # no mounts or namespaces in unit tests, even as root
         os.makedirs(os.path.join(self.k.state, "pods"))
         self.node = self.k.nodes[0]
@@ -307,6 +311,29 @@ class ProcessTest(unittest.TestCase):
         self.k.shutdown()
         for pid in pids:
             self.assertFalse(os.path.exists("/proc/%d" % pid), "process %d left behind" % pid)
+
+
+class EntryPointTest(unittest.TestCase):
+    """tools/k8s/kubelet.py as it is run: the container child under `python3 -I`, and --help."""
+    ENTRY = os.path.join(ROOT, "tools", "k8s", "kubelet.py")
+
+    def test_exec_container_runs_the_command(self):
+        d = tempfile.mkdtemp(prefix="kubelet-unit-")
+        try:
+            spec = os.path.join(d, "spec.json")
+            with open(spec, "w") as f:
+                json.dump({"argv": ["sh", "-c", "echo out; echo err >&2; exit 3"], "notes": ["a note"],
+                           "mounts": [], "netns": None, "workingDir": d}, f)
+            r = subprocess.run([sys.executable, "-I", self.ENTRY, "--exec-container", spec],
+                               capture_output=True, timeout=30)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (3, b"a note\nout\n", b"err\n"))
+        finally:
+            shutil.rmtree(d)
+
+    def test_help_lists_the_flags(self):
+        r = subprocess.run([sys.executable, self.ENTRY, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--netns-prefix", r.stdout)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -458,8 +485,8 @@ class LiveTest(unittest.TestCase):
                 self.assertEqual(conds[t]["status"], "False")
             for k, v in want["status"]["allocatable"].items():
                 # The apiserver canonicalises quantities ("1000" becomes "1k").
-                self.assertEqual(kubelet.parse_quantity(node["status"]["allocatable"].get(k)),
-                                 kubelet.parse_quantity(v), "%s allocatable %s" % (name, k))
+                self.assertEqual(k_env.parse_quantity(node["status"]["allocatable"].get(k)),
+                                 k_env.parse_quantity(v), "%s allocatable %s" % (name, k))
             for k, v in (want["metadata"].get("labels") or {}).items():
                 self.assertEqual(node["metadata"]["labels"].get(k), v)
             taints = [t["key"] for t in node["spec"].get("taints") or []]
