@@ -172,6 +172,35 @@ def nccl_tests_new(rows, wrong_at=None, hosts=("node-a", "node-b")):
     return lines
 
 
+def nccl_tests_old_error(rows, out_of_bounds, broadcast=False, hosts=16, gpus=8):
+    """nccl-tests before #wrong: per-collective headers ("redop" for all_reduce, "root" for
+    broadcast), error column "%5.0le" (a trailing '*' where the version flags it)."""
+    lines = ["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup "
+             "iters: 5 iters: 20 validation: 1", "#", "# Using devices"]
+    for r in range(hosts * gpus):
+        lines.append("#   Rank %3d Pid %6d on %10s device  %d [0x%02x] Tesla V100-SXM2-32GB" % (
+            r, 20000 + r, "gpu%02d" % (r // gpus), r % gpus, 0x1a + r % gpus))
+    col = "root" if broadcast else "redop"
+    lines += [
+        "#",
+        "#                                                     out-of-place                       in-place          ",
+        "#       size         count    type   %5s     time   algbw   busbw  error     time   algbw   busbw  error" % col,
+        "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       ",
+    ]
+    total = 0.0
+    for size, error in rows:
+        t = 20.0 + size / 90e3
+        alg = size / t / 1e3
+        bus = alg * (1.0 if broadcast else 2.0 * 127 / 128)
+        lines.append("%12d  %12d  %6s  %6s  %7.1f  %6.2f  %6.2f  %5s  %7.1f  %6.2f  %6.2f  %5s" % (
+            size, size // 4, "float", "0" if broadcast else "sum", t, alg, bus,
+            error if "*" not in error else "0e+00", t, alg, bus, error))
+        total += 2 * bus
+    lines += ["# Out of bounds values : %d %s" % (out_of_bounds, "FAILED" if out_of_bounds else "OK"),
+              "# Avg bus bandwidth    : %g " % (total / (2 * len(rows))), "#"]
+    return lines
+
+
 def write(name, lines):
     with open(os.path.join(OUT, name), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -237,6 +266,18 @@ def main():
         "# Out of bounds values : 0 OK",
         "# Avg bus bandwidth    : 61.6217 ",
     ])
+    # nccl-tests before 2.12: an "error" column (the largest difference, "%5.0le"), not #wrong.
+    # A passing 128-GPU run, where float sums differ by 1e-06 and so on within the tolerance.
+    write("nccl-tests-old-error.log", nccl_tests_old_error(
+        [(8, "0e+00"), (1 << 10, "1e-06"), (1 << 20, "2e-06"), (1 << 24, "2e-06"),
+         (1 << 27, "4e-06"), (1 << 30, "4e-06")], out_of_bounds=0))
+    # Failing old runs: one marks the rows beyond the tolerance with '*' (CheckData's error flag),
+    # the other (broadcast, "type root" columns) only counts them on "Out of bounds values".
+    write("nccl-tests-old-failed.log",
+          nccl_tests_old_error([(1 << 20, "2e-06"), (1 << 24, "3e+00*"), (1 << 27, "1e+00*")],
+                               out_of_bounds=2, hosts=2) +
+          nccl_tests_old_error([(1 << 20, "0e+00"), (1 << 24, "5e+00")], out_of_bounds=1,
+                               broadcast=True, hosts=2))
     # Truncated and garbage input: a log cut mid-line, binary bytes, a NUL.
     good = job("2.18.3", ["node-a", "node-b"], "IB", ib, "ib0")
     with open(os.path.join(OUT, "truncated.log"), "wb") as f:

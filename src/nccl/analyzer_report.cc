@@ -1,6 +1,7 @@
 // The Analyzer's report once the input is read: findings and the inventory.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "nccl/analyzer.h"
@@ -134,21 +135,67 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
   }
 }
 
+// nccl.wrong: a row whose check failed ("#wrong" above 0, or an old "error" marked '*'), else a
+// run whose "Out of bounds values" line counts failed rows (old layouts without the mark: the
+// error column alone is a difference that is fine within the type's tolerance, "1e-06" on a
+// passing float run).
 void Analyzer::FindingsForPerf(std::vector<Finding>& out) const {
+  auto error_json = [](const std::optional<double>& e) {
+    return e ? nlohmann::json(*e) : nlohmann::json(nullptr);
+  };
   for (const auto& run : perf_.runs()) {
     std::string test = run.test.empty() ? "nccl-tests" : run.test;
+    bool row_found = false;
     for (const auto& row : run.rows) {
       int64_t wrong = row.out_of_place.wrong.value_or(0) + row.in_place.wrong.value_or(0);
-      if (wrong <= 0) continue;
+      bool oob = row.out_of_place.out_of_bounds || row.in_place.out_of_bounds;
+      if (wrong <= 0 && !oob) continue;
+      row_found = true;
+      double max_error =
+          std::max(row.out_of_place.max_error.value_or(0), row.in_place.max_error.value_or(0));
+      out.push_back(
+          {"nccl.wrong",
+           Severity::kError,
+           fmt::format("{} size {}", test, row.size),
+           wrong > 0 ? fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
+                                   wrong, row.size)
+                     : fmt::format("error {:g} at {} bytes, marked out of bounds by nccl-tests: "
+                                   "the collective corrupted data",
+                                   max_error, row.size),
+           std::nullopt,
+           {{"size", row.size},
+            {"out_of_place_wrong", row.out_of_place.wrong.value_or(0)},
+            {"in_place_wrong", row.in_place.wrong.value_or(0)},
+            {"out_of_place_max_error", error_json(row.out_of_place.max_error)},
+            {"in_place_max_error", error_json(row.in_place.max_error)},
+            {"out_of_bounds", oob}}});
+    }
+    if (!row_found && run.out_of_bounds.value_or(0) > 0) {
+      const PerfRow* worst = nullptr;
+      double worst_error = -1;
+      for (const auto& row : run.rows) {
+        double e = std::max(row.out_of_place.max_error.value_or(-1),
+                            row.in_place.max_error.value_or(-1));
+        if (e > worst_error) {
+          worst_error = e;
+          worst = &row;
+        }
+      }
+      nlohmann::json evidence = {{"out_of_bounds", *run.out_of_bounds}, {"rows", run.rows.size()}};
+      std::string largest;
+      if (worst != nullptr && worst_error >= 0) {
+        evidence["largest_error"] = worst_error;
+        evidence["largest_error_size"] = worst->size;
+        largest = fmt::format(" (largest error {:g}, at {} bytes)", worst_error, worst->size);
+      }
       out.push_back({"nccl.wrong",
                      Severity::kError,
-                     fmt::format("{} size {}", test, row.size),
-                     fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
-                                 wrong, row.size),
+                     test,
+                     fmt::format("nccl-tests counted {} row(s) out of bounds{}: the collective "
+                                 "corrupted data",
+                                 *run.out_of_bounds, largest),
                      std::nullopt,
-                     {{"size", row.size},
-                      {"out_of_place_wrong", row.out_of_place.wrong.value_or(0)},
-                      {"in_place_wrong", row.in_place.wrong.value_or(0)}}});
+                     std::move(evidence)});
     }
     auto avg = run.avg_busbw ? run.avg_busbw : run.ComputedAvgBusbw();
     if (options_.min_busbw && avg && *avg < *options_.min_busbw) {
