@@ -212,7 +212,9 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
       return;
   }
   if (auto ib = ParseIbDevices(msg)) {
-    for (const auto& d : *ib) {  // "mlx5_0:1/IB", built in a reused buffer (a line per process)
+    // "mlx5_0:1/IB" and its flags ("mlx5_0:1/IB/SHARP"), built in a reused buffer (a line
+    // per process).
+    for (const auto& d : *ib) {
       nic_.assign(d.name);
       nic_ += ':';
       char port[16];
@@ -220,6 +222,10 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
                   static_cast<size_t>(std::to_chars(port, port + sizeof(port), d.port).ptr - port));
       nic_ += '/';
       nic_.append(d.link_layer);
+      if (!d.flags.empty()) {
+        nic_ += '/';
+        nic_.append(d.flags);
+      }
       if (p.nics.size() < kMaxListItems &&
           std::find(p.nics.begin(), p.nics.end(), nic_) == p.nics.end()) {
         p.nics.push_back(nic_);

@@ -77,6 +77,7 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
   size_t oob = list.find(';');
   if (oob != std::string_view::npos) list = list.substr(0, oob);
   std::vector<IbDevice> out;
+  out.reserve(4);  // one allocation for the usual 1 to 4 devices
   // Every "[idx]" or "[idx] " followed by "name:port[:rail][:plane]/LL" is a device; fused
   // "[0]={...}" entries contain the physical devices, which this also finds.
   size_t i = 0;
@@ -94,14 +95,22 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
            list[end] != '[') {
       ++end;
     }
-    std::string_view tok = list.substr(j, end - j);  // mlx5_0:1/IB, mlx5_0:1:2:0/RoCE
-    size_t slash = tok.rfind('/');
-    size_t colon = tok.find(':');
-    if (slash != std::string_view::npos && colon != std::string_view::npos && colon < slash) {
+    // mlx5_0:1/IB, mlx5_0:1:2:0/RoCE, mlx5_0:1/IB/SHARP: the link layer follows the first '/'
+    // after the port; anything after it is flags.
+    // (Byte loops: the tokens are a dozen bytes, shorter than a library call is worth.)
+    std::string_view tok = list.substr(j, end - j);
+    size_t colon = 0;
+    while (colon < tok.size() && tok[colon] != ':') ++colon;
+    size_t slash = colon;
+    while (slash < tok.size() && tok[slash] != '/') ++slash;
+    size_t more = slash + 1;
+    while (more < tok.size() && tok[more] != '/') ++more;
+    if (colon > 0 && slash + 1 < more) {
       size_t k = colon + 1;
       auto port = ReadInt(tok, k);
       if (port) {
-        out.push_back({*index, tok.substr(0, colon), *port, tok.substr(slash + 1)});
+        out.push_back({*index, tok.substr(0, colon), *port, tok.substr(slash + 1, more - slash - 1),
+                       more < tok.size() ? tok.substr(more + 1) : std::string_view()});
       }
     }
     i = end;

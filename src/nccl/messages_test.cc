@@ -38,6 +38,21 @@ TEST(MessagesTest, IbDevicesAcrossVersions) {
   EXPECT_EQ((*rail)[0].port, 1);
   EXPECT_EQ((*rail)[1].link_layer, "IB");
   EXPECT_TRUE(IsIbNoDevice("NET/IB : No device found."));
+  // The SHARP plugin's flag after the link layer (issue 14: it was read as the link layer).
+  auto sharp = ParseIbDevices(
+      "NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/RoCE [2]mlx5_2:1:3/IB/SHARP/X ; OOB "
+      "ib0:10.0.0.1<0>");
+  ASSERT_TRUE(sharp);
+  ASSERT_EQ(sharp->size(), 3u);
+  EXPECT_EQ((*sharp)[0].name, "mlx5_0");
+  EXPECT_EQ((*sharp)[0].port, 1);
+  EXPECT_EQ((*sharp)[0].link_layer, "IB");
+  EXPECT_EQ((*sharp)[0].flags, "SHARP");
+  EXPECT_EQ((*sharp)[1].link_layer, "RoCE");
+  EXPECT_TRUE((*sharp)[1].flags.empty());
+  EXPECT_EQ((*sharp)[2].link_layer, "IB");
+  EXPECT_EQ((*sharp)[2].flags, "SHARP/X");
+  EXPECT_FALSE(ParseIbDevices("NET/IB : Using [0]mlx5_0:1/ ; OOB ib0:10.0.0.1<0>"));
 }
 
 TEST(MessagesTest, SocketDevicesAndFailures) {
