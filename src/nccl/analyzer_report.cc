@@ -26,7 +26,80 @@ constexpr RiskySetting kRisky[] = {
     {"NCCL_SHM_DISABLE", "1", "disables shared-memory transport inside the node"},
 };
 
+nlohmann::json WarningsJson(const Warnings& w) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& k : w.kept) {
+    list.push_back({{"text", k.text},
+                    {"kind", WarnKindName(k.kind)},
+                    {"init_complete_after", k.init_complete_after}});
+  }
+  return list;
+}
+
+// nccl.init.failed for WARN lines that failed init (a fatal one, or one no Init COMPLETE
+// followed), else nccl.warn (info) with their text: NCCL printed them during an init that went on.
+Finding WarningFinding(const std::string& subject, const Warnings& w, bool initialised,
+                       nlohmann::json evidence) {
+  evidence["warn_count"] = w.count;
+  evidence["warnings"] = WarningsJson(w);
+  evidence["fatal"] = w.fatal;
+  evidence["benign"] = w.benign;
+  evidence["followed_by_init_complete"] = w.resolved;
+  evidence["not_followed_by_init_complete"] = w.pending;
+  if (w.FailedInit()) {
+    const Warning* first = nullptr;
+    for (const auto& k : w.kept) {
+      if (k.kind == WarnKind::kFatal || (k.kind == WarnKind::kUnknown && !k.init_complete_after)) {
+        first = &k;
+        break;
+      }
+    }
+    std::string why;
+    if (first != nullptr && first->kind == WarnKind::kFatal) {
+      why = "NCCL returns an error after it";
+    } else if (initialised) {
+      why = "no Init COMPLETE followed it (after a communicator had initialised: a runtime error)";
+    } else {
+      why = "no Init COMPLETE followed it";
+    }
+    return {"nccl.init.failed",
+            Severity::kError,
+            subject,
+            fmt::format("{} NCCL WARN line(s), {}: {}", w.count, why,
+                        first != nullptr ? first->text : "(text not kept)"),
+            std::nullopt,
+            std::move(evidence)};
+  }
+  const Warning* first = w.kept.empty() ? nullptr : &w.kept.front();
+  std::string why = first == nullptr                      ? ""
+                    : first->kind == WarnKind::kBenign ? " (NCCL goes on after it)"
+                                                       : " (Init COMPLETE followed it)";
+  return {"nccl.warn",
+          Severity::kInfo,
+          subject,
+          fmt::format("{} NCCL WARN line(s) that did not fail init: {}{}", w.count,
+                      first != nullptr ? first->text : "", why),
+          std::nullopt,
+          std::move(evidence)};
+}
+
 }  // namespace
+
+void Analyzer::FindingsForWarnings(std::vector<Finding>& out) const {
+  for (const auto& [key, p] : processes_) {
+    if (p.warnings.count == 0) continue;
+    out.push_back(WarningFinding(p.Subject(), p.warnings, !p.ranks.empty(),
+                                 {{"host", p.host},
+                                  {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
+                                  {"ranks", p.RankList()},
+                                  {"source", p.source}}));
+  }
+  for (const auto& in : inputs_) {
+    if (in.unattributed_warnings.count == 0) continue;
+    out.push_back(WarningFinding(in.name + " (lines without host, pid or device)",
+                                 in.unattributed_warnings, false, {{"source", in.name}}));
+  }
+}
 
 void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
   int rdma_procs = 0;
@@ -67,7 +140,7 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
            fmt::format("inter-node traffic goes over TCP sockets while {}: {}", against, why),
            std::nullopt,
            {{"host", p.host},
-            {"pid", p.pid},
+            {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
             {"ranks", p.RankList()},
             {"network", p.network},
             {"net_channels", p.net_channels},
@@ -98,15 +171,6 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
                      fmt::format("{}={}: {}", risky.name, it->second, risky.why),
                      std::nullopt,
                      {{"name", risky.name}, {"value", it->second}, {"host", p.host}}});
-    }
-    if (p.warning_count > 0) {
-      out.push_back({"nccl.init.failed",
-                     Severity::kError,
-                     p.Subject(),
-                     fmt::format("{} NCCL WARN line(s), first: {}", p.warning_count,
-                                 p.warnings.empty() ? "" : p.warnings.front()),
-                     std::nullopt,
-                     {{"warn_count", p.warning_count}, {"warnings", p.warnings}}});
     }
   }
   // nccl.transport.mixed: one communicator (commId; the whole job when NCCL predates commId)
@@ -226,6 +290,7 @@ std::vector<Finding> Analyzer::Findings() const {
                    {{"inputs", names}}});
   }
   FindingsForTransport(out);
+  FindingsForWarnings(out);
   FindingsForPerf(out);
   return out;
 }
@@ -236,12 +301,14 @@ nlohmann::json Analyzer::Inventory() const {
     inputs.push_back({{"name", in.name},
                       {"bytes", in.bytes},
                       {"nccl_lines", in.nccl_lines},
-                      {"long_lines_cut", in.long_lines}});
+                      {"long_lines_cut", in.long_lines},
+                      {"unattributed_lines", in.unattributed_lines},
+                      {"unattributed_warnings", WarningsJson(in.unattributed_warnings)}});
   }
   nlohmann::json procs = nlohmann::json::array();
   std::map<std::string, int> transports;
   std::set<std::string> hosts;
-  std::set<std::string> versions;
+  std::set<std::string> versions = bare_versions_;
   int nranks = 0;
   for (const auto& [key, p] : processes_) {
     nlohmann::json ranks = nlohmann::json::array();
@@ -252,13 +319,14 @@ nlohmann::json Analyzer::Inventory() const {
                        {"comm_id", r.comm_id}});
     }
     nranks += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
-    hosts.insert(p.host);
+    if (!p.host.empty()) hosts.insert(p.host);
     if (!p.version.empty()) versions.insert(p.version);
     std::string inter = p.TransportLabel();
     transports[inter] += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
     procs.push_back(
         {{"host", p.host},
-         {"pid", p.pid},
+         {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
+         {"cuda_dev", p.pid >= 0 ? nullptr : nlohmann::json(p.cuda_dev)},
          {"source", p.source},
          {"ranks", ranks},
          {"nccl_version", p.version},
@@ -272,7 +340,7 @@ nlohmann::json Analyzer::Inventory() const {
          {"channels",
           {{"net", p.net_channels}, {"net_gdr", p.gdr_channels}, {"intra_node", p.intra_channels}}},
          {"env", p.env},
-         {"warnings", p.warnings}});
+         {"warnings", WarningsJson(p.warnings)}});
   }
   nlohmann::json perf = nlohmann::json::array();
   for (const auto& run : perf_.runs()) perf.push_back(ToJson(run));
@@ -281,7 +349,8 @@ nlohmann::json Analyzer::Inventory() const {
            {{"processes", processes_.size()},
             {"hosts", hosts.size()},
             {"ranks", nranks},
-            {"transports", transports}}},
+            {"transports", transports},
+            {"nccl_versions", versions}}},
           {"processes", procs},
           {"nccl_tests", perf}};
 }

@@ -306,6 +306,57 @@ std::optional<std::string> ParseVersion(std::string_view msg) {
   return std::string(v);
 }
 
+WarnKind ClassifyWarn(std::string_view msg) {
+  // Benign: NCCL prints these and goes on.
+  // graph/search.cc (2.5 to 2.2x): no channel found for the pattern, one simple-order channel
+  // instead. 2.5's earlier form without "falling back" returned ncclInternalError.
+  if (StartsWith(msg, "Could not find a path for pattern ")) {
+    return msg.find("falling back") != std::string_view::npos ? WarnKind::kBenign
+                                                              : WarnKind::kFatal;
+  }
+  // misc/ibvwrap.cc (up to 2.12): libibverbs not found; the IB transport's init fails and
+  // init.cc's initNet takes the socket transport (an INFO line from 2.13).
+  if (StartsWith(msg, "Failed to open libibverbs.so")) return WarnKind::kBenign;
+  // misc/ibvwrap.cc CHECK_NOT_NULL: a verbs call without libibverbs loaded; ncclIbInit calls
+  // wrap_ibv_fork_init() without looking at its result (printed by every rank of healthy jobs).
+  if (StartsWith(msg, "lib wrapper not initialized")) return WarnKind::kBenign;
+  // transport/net_ib.cc's async thread: "NET/IB : mlx5_0:1 Got async event : GID table change";
+  // it only logs and acknowledges the event.
+  if (StartsWith(msg, "NET/IB : ") && msg.find(" Got async event") != std::string_view::npos) {
+    return WarnKind::kBenign;
+  }
+  // Fatal: each returns an error right after printing.
+  static constexpr std::string_view kFatal[] = {
+      "Cuda failure",                                       // CUDACHECK (include/checks.h)
+      "Failed to initialize any NET plugin",                // plugin/net.cc, 2.19+
+      "Error: network ",                                    // NCCL_NET names a missing network
+      "Bootstrap : no socket interface found",              // bootstrap.cc
+      "NET/Socket : No usable listening interface found",  // bootstrap.cc
+      "Invalid rank requested",                             // init.cc
+      "Duplicate GPU detected",                             // init.cc
+  };
+  for (std::string_view f : kFatal) {
+    if (StartsWith(msg, f)) return WarnKind::kFatal;
+  }
+  // IBV_*_CHECK and SYSCHECK: "Call to ibv_reg_mr failed ...", "Call to connect failed : ...".
+  if (StartsWith(msg, "Call to ") && msg.find(" failed") != std::string_view::npos) {
+    return WarnKind::kFatal;
+  }
+  return WarnKind::kUnknown;
+}
+
+const char* WarnKindName(WarnKind kind) {
+  switch (kind) {
+    case WarnKind::kBenign:
+      return "benign";
+    case WarnKind::kFatal:
+      return "fatal";
+    case WarnKind::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
 bool IsRdmaNetwork(std::string_view net) {
   return net == "IB" || StartsWith(net, "IBext") || net == "gIB" || net == "Libfabric" ||
          net == "AWS Libfabric";

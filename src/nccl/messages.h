@@ -74,6 +74,17 @@ struct EnvSetting {
 };
 std::optional<EnvSetting> ParseEnvSetting(std::string_view msg);
 
+// What NCCL does after printing a WARN line, from its source (docs/FORMATS.md lists each message
+// with the file it comes from):
+// kBenign: it goes on (an optional library missing before a fallback, a topology search pattern
+//   not found before the simple order, an IB async event it only logs).
+// kFatal: it returns an error (CUDACHECK's "Cuda failure", no NET plugin, no bootstrap interface,
+//   a failed verbs or system call, ...).
+// kUnknown: anything else; whether it failed init is told by what follows it in the log.
+enum class WarnKind { kBenign, kFatal, kUnknown };
+WarnKind ClassifyWarn(std::string_view msg);
+const char* WarnKindName(WarnKind kind);  // "benign", "fatal", "unknown"
+
 // "NCCL version 2.18.3+cuda12.2" -> "2.18.3"
 std::optional<std::string> ParseVersion(std::string_view msg);
 

@@ -55,6 +55,28 @@ TEST(MessagesTest, IbDevicesAcrossVersions) {
   EXPECT_FALSE(ParseIbDevices("NET/IB : Using [0]mlx5_0:1/ ; OOB ib0:10.0.0.1<0>"));
 }
 
+// Each WARN by what NCCL does after printing it (its source).
+TEST(MessagesTest, WarnKinds) {
+  EXPECT_EQ(ClassifyWarn("Could not find a path for pattern 4, falling back to simple order"),
+            WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("Could not find a path for pattern 4"), WarnKind::kFatal);  // 2.5
+  EXPECT_EQ(ClassifyWarn("Failed to open libibverbs.so[.1]"), WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("lib wrapper not initialized."), WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("NET/IB : mlx5_0:1 Got async event : GID table change"),
+            WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("Cuda failure 'out of memory'"), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Failed to initialize any NET plugin"), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Error: network IB not found."), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Bootstrap : no socket interface found"), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Call to ibv_reg_mr failed with error Cannot allocate memory"),
+            WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("NCCL_WORK_FIFO_DEPTH=1000 is being ignored because it is not a power "
+                         "of 2."),
+            WarnKind::kUnknown);
+  EXPECT_EQ(ClassifyWarn(""), WarnKind::kUnknown);
+  EXPECT_STREQ(WarnKindName(WarnKind::kBenign), "benign");
+}
+
 TEST(MessagesTest, SocketDevicesAndFailures) {
   auto s = ParseSocketDevices("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.0.1.1<0>");
   ASSERT_TRUE(s);

@@ -28,7 +28,9 @@ std::vector<Table> Tables(const Analyzer& analyzer) {
     std::string gdr = p.NetChannelCount() == 0 || !IsRdmaNetwork(inter)
                           ? "-"
                           : (p.gdr_channels > 0 ? "yes" : "no");
-    procs.rows.push_back({p.host, std::to_string(p.pid), JoinCapped(ranks, 4),
+    procs.rows.push_back({p.host.empty() ? "-" : p.host,
+                          p.pid >= 0 ? std::to_string(p.pid) : fmt::format("? (dev {})", p.cuda_dev),
+                          JoinCapped(ranks, 4),
                           p.version.empty() ? "?" : p.version, p.network.empty() ? "?" : p.network,
                           inter, gdr, JoinCapped(p.nics, 4)});
   }
