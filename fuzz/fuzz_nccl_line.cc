@@ -39,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ParseInitComplete(msg);
     ParseEnvSetting(msg);
     ParseVersion(msg);
+    ClassifyWarn(msg);
   }
   for (const auto& run : perf.runs()) run.ComputedAvgBusbw();
   return 0;

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the NCCL log fixtures under src/nccl/testdata/.
 
-Every line is assembled from a format string quoted with its source in
-shared/reference/formats.md section 1 (NCCL INFO/WARN lines, 2.7-2.30) and section 2 (nccl-tests
-output): these are "constructed" examples, not copies of real logs. Where a format changed across
+Every line is assembled from a format string of NCCL's or nccl-tests' source, as described with
+those sources in docs/FORMATS.md (NCCL INFO/WARN lines, 2.7-2.30; nccl-tests output): these are
+"constructed" examples, not copies of real logs. Where a format changed across
 versions the generator follows the version of the fixture:
 
 * prefix "%s:%d:%d [%d] NCCL INFO %s"; WARN adds "file:line" before "NCCL WARN";
@@ -23,17 +23,21 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "src", "nccl", "testdata")
 
 
 class Proc:
-    def __init__(self, host, pid, dev, rank, nranks, bus, version, prefix="", ts=""):
+    def __init__(self, host, pid, dev, rank, nranks, bus, version, prefix="", ts="", header=None):
         self.host, self.pid, self.dev, self.rank, self.nranks = host, pid, dev, rank, nranks
         self.bus, self.version, self.prefix, self.ts = bus, version, prefix, ts
+        # What precedes " [dev]": NCCL's "host:pid:tid", or what a poster left of it.
+        self.header = header(self) if header else "%s:%d:%d" % (host, pid, pid)
 
     def info(self, msg):
-        return "%s%s%s:%d:%d [%d] NCCL INFO %s" % (self.prefix, self.ts, self.host, self.pid,
-                                                 self.pid, self.dev, msg)
+        return "%s%s%s [%d] NCCL INFO %s" % (self.prefix, self.ts, self.header, self.dev, msg)
 
     def warn(self, where, msg):
-        return "%s%s%s:%d:%d [%d] %s NCCL WARN %s" % (self.prefix, self.ts, self.host, self.pid,
-                                                    self.pid, self.dev, where, msg)
+        # debug.cc prints a newline before every WARN line, and from 2.26 a timestamp on WARN lines
+        # by default (NCCL_DEBUG_TIMESTAMP_LEVELS=WARN).
+        minor = int(self.version.split(".")[1])
+        ts = self.ts or ("[2026-11-29 10:00:01] " if minor >= 26 else "")
+        return "\n%s%s%s [%d] %s NCCL WARN %s" % (self.prefix, ts, self.header, self.dev, where, msg)
 
     def peer(self, rank, dev, bus):
         minor = int(self.version.split(".")[1])
@@ -51,8 +55,17 @@ class Proc:
 
 
 def job(version, hosts, net, nics, oob, gdr=True, prefix=None, ts="", env=(), ib_disable=False,
-        no_device_hosts=(), comm_id="0xadcb40d61cc1bc4b", extra=None):
-    """Two GPUs per host, ring rank order host by host. Returns interleaved lines."""
+        no_device_hosts=(), comm_id="0xadcb40d61cc1bc4b", extra=None, header=None,
+        bare_version=False, warns=(), net_name=None, by_host=False):
+    """Two GPUs per host, ring rank order host by host. Returns interleaved lines.
+
+    bare_version: rank 0's "NCCL version" line without header, as printf printed it (showVersion
+    in init.cc up to about 2.18) after ncclInit, so after its network lines.
+    warns: (stage, ranks, "file:line", message) WARN lines, stage "net" (after the network is
+    chosen), "init" (before Init COMPLETE) or "after" (after it); ranks None for every rank.
+    net_name: the plugin name in "Using network" and the channels when it is not `net` (the SHARP
+    plugin prints NET/IB device lines and calls itself IBext).
+    """
     minor = int(version.split(".")[1])
     procs = []
     nranks = 2 * len(hosts)
@@ -61,11 +74,16 @@ def job(version, hosts, net, nics, oob, gdr=True, prefix=None, ts="", env=(), ib
             rank = 2 * h + dev
             pre = prefix(host, rank) if prefix else ""
             procs.append(Proc(host, 4000 + 100 * h + dev, dev, rank, nranks, 0x18000 + dev * 0x1000,
-                              version, pre, ts))
+                              version, pre, ts, header))
+
+    def warn_lines(p, stage):
+        return [p.warn(where, msg) for st, ranks, where, msg in warns
+                if st == stage and (ranks is None or p.rank in ranks)]
+
     per = []
     for p in procs:
         lines = []
-        if p.rank == 0:
+        if p.rank == 0 and not bare_version:
             lines.append(p.info("NCCL version %s+cuda12.2" % version))
         boot = "Bootstrap : Using" if minor <= 23 else "Bootstrap: Using"
         lines.append(p.info("%s %s:10.0.%d.%d<0>" % (boot, oob, hosts.index(p.host), 1)))
@@ -96,7 +114,7 @@ def job(version, hosts, net, nics, oob, gdr=True, prefix=None, ts="", env=(), ib
                 per.append(lines)
                 continue
         else:
-            this_net = net
+            this_net = net_name or net
             if net == "IB":
                 devs = " ".join("[%d]%s" % (i, n) for i, n in enumerate(nics))
                 lines.append(p.info("NET/IB : Using %s [RO]; OOB %s:10.0.%d.1<0>" % (
@@ -106,6 +124,9 @@ def job(version, hosts, net, nics, oob, gdr=True, prefix=None, ts="", env=(), ib
             if minor >= 20:
                 lines.append(p.info("NET/Socket: Using 2 threads and 8 sockets per thread"))
         lines.append(p.info("Using network %s" % this_net))
+        if p.rank == 0 and bare_version:
+            lines.append("NCCL version %s+cuda11.2" % version)
+        lines += warn_lines(p, "net")
         # Ring: 0 -> 1 (same host, P2P), 1 -> 2 (NET), ..., last -> 0 (NET)
         for ch in range(2):
             chan = "Channel %02d" % ch if minor < 12 else "Channel %02d/0" % ch
@@ -124,14 +145,19 @@ def job(version, hosts, net, nics, oob, gdr=True, prefix=None, ts="", env=(), ib
                 lines.append(p.info("%s : %s -> %s [receive] via NET/%s/%d%s" % (
                     chan, p.peer(prv.rank, prv.dev, prv.bus), p.peer(p.rank, p.dev, p.bus),
                     this_net, p.dev, suffix)))
+        lines += warn_lines(p, "init")
         lines.append(p.init_complete(comm_id))
+        lines += warn_lines(p, "after")
         per.append(lines)
-    # Interleave processes line by line, as a shared stdout would.
+    # Interleave processes line by line, as a shared stdout would; by_host: each host's lines
+    # after the previous host's (per-node logs concatenated).
+    groups = [[l for p, l in zip(procs, per) if p.host == h] for h in hosts] if by_host else [per]
     out = []
-    for i in range(max(len(l) for l in per)):
-        for l in per:
-            if i < len(l):
-                out.append(l[i])
+    for group in groups:
+        for i in range(max(len(l) for l in group)):
+            for l in group:
+                if i < len(l):
+                    out.append(l[i])
     return out
 
 
@@ -169,6 +195,35 @@ def nccl_tests_new(rows, wrong_at=None, hosts=("node-a", "node-b")):
         "#",
         "# Collective test concluded: all_reduce_perf",
     ]
+    return lines
+
+
+def nccl_tests_old_error(rows, out_of_bounds, broadcast=False, hosts=16, gpus=8):
+    """nccl-tests before #wrong: per-collective headers ("redop" for all_reduce, "root" for
+    broadcast), error column "%5.0le" (a trailing '*' where the version flags it)."""
+    lines = ["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup "
+             "iters: 5 iters: 20 validation: 1", "#", "# Using devices"]
+    for r in range(hosts * gpus):
+        lines.append("#   Rank %3d Pid %6d on %10s device  %d [0x%02x] Tesla V100-SXM2-32GB" % (
+            r, 20000 + r, "gpu%02d" % (r // gpus), r % gpus, 0x1a + r % gpus))
+    col = "root" if broadcast else "redop"
+    lines += [
+        "#",
+        "#                                                     out-of-place                       in-place          ",
+        "#       size         count    type   %5s     time   algbw   busbw  error     time   algbw   busbw  error" % col,
+        "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       ",
+    ]
+    total = 0.0
+    for size, error in rows:
+        t = 20.0 + size / 90e3
+        alg = size / t / 1e3
+        bus = alg * (1.0 if broadcast else 2.0 * 127 / 128)
+        lines.append("%12d  %12d  %6s  %6s  %7.1f  %6.2f  %6.2f  %5s  %7.1f  %6.2f  %6.2f  %5s" % (
+            size, size // 4, "float", "0" if broadcast else "sum", t, alg, bus,
+            error if "*" not in error else "0e+00", t, alg, bus, error))
+        total += 2 * bus
+    lines += ["# Out of bounds values : %d %s" % (out_of_bounds, "FAILED" if out_of_bounds else "OK"),
+              "# Avg bus bandwidth    : %g " % (total / (2 * len(rows))), "#"]
     return lines
 
 
@@ -212,6 +267,54 @@ def main():
         "2.27.3", ["node-a", "node-b"], "IB", ib, "ib0", env=[("NCCL_NET", "IB")],
         no_device_hosts=("node-a", "node-b"),
         extra={"warn": ("plugin/net.cc:621", "Failed to initialize any NET plugin")}))
+    # WARN lines NCCL prints during a good init (issue 14): an all-socket VM job on 2.12 where
+    # libibverbs is missing (ibvwrap.cc's WARN, then the socket transport) and the topology
+    # search falls back to the simple order (graph/search.cc). Init completes everywhere.
+    write("warn-benign-2.12.log", job(
+        "2.12.12", ["vm-1", "vm-2"], "Socket", [], "ens5", warns=[
+            ("net", None, "misc/ibvwrap.cc:63", "Failed to open libibverbs.so[.1]"),
+            ("init", None, "graph/search.cc:765",
+             "Could not find a path for pattern 4, falling back to simple order")]))
+    # A WARN the classifier does not know, followed by Init COMPLETE (devCommSetup in 2.15-2.18
+    # ignores a NCCL_WORK_FIFO_DEPTH that is not a power of 2 and goes on): info. And one after
+    # Init COMPLETE that no Init COMPLETE follows: an IB completion error at run time.
+    write("warn-resolved-2.18.log", job(
+        "2.18.3", ["node-a", "node-b"], "IB", ib, "ib0", warns=[
+            ("init", [0], "init.cc:400",
+             "NCCL_WORK_FIFO_DEPTH=1000 is being ignored because it is not a power of 2."),
+            ("after", [3], "transport/net_ib.cc:1295",
+             "NET/IB : Got completion from peer 10.0.0.1<53142> with error 12, opcode 0, len 0, "
+             "vendor err 129 (Recv)")]))
+    # NCCL_DEBUG=WARN (2.29): no INFO line at all, the bare version line of the VERSION level, and
+    # the verbs wrapper WARN every rank prints when libibverbs lacks a symbol (healthy jobs).
+    warn_only = ["NCCL version 2.29.7+cuda13.2"]
+    for dev in range(4):
+        warn_only += ["", "[2026-11-29 10:00:01] gpu-dev-1:%d:%d [%d] misc/ibvwrap.cc:173 NCCL WARN "
+                      "lib wrapper not initialized." % (1795 + dev, 1795 + dev, dev)]
+    write("warn-only-2.29.log", ["Loading checkpoint shards: 100%"] + warn_only +
+          ["step 0 loss 2.31"])
+    # A bare "NCCL version" line (printf in showVersion, rank 0, after ncclInit's network lines),
+    # the nodes' logs one after the other: the next line is another process's, and the next new
+    # process is node-b's.
+    write("bare-version-2.8.log", job("2.8.4", ["node-a", "node-b"], "IB", ib, "ib0",
+                                      bare_version=True, by_host=True))
+    # The SHARP plugin: NET/IB device lines with a "/SHARP" flag after the link layer, network
+    # IBext.
+    write("ib-sharp-2.12.log", job("2.12.12", ["node-a", "node-b"], "IB",
+                                   ["mlx5_0:1/IB/SHARP", "mlx5_1:1/IB/SHARP"], "ib0",
+                                   net_name="IBext"))
+    # Pids redacted by whoever posted the log: "host:XXXXXX [dev]". One rank hits an IB error
+    # after init.
+    write("redacted-pid-2.18.log", job(
+        "2.18.3", ["node-a", "node-b"], "IB", ib, "ib0", header=lambda p: "%s:XXXXXX" % p.host,
+        warns=[("after", [3], "transport/net_ib.cc:1295",
+                "NET/IB : Got completion from peer 10.0.0.1<53142> with error 12, opcode 0, "
+                "len 0, vendor err 129 (Recv)")]))
+    # Nothing left of the header but " [dev]" (one host, two GPUs), and a WARN with nothing
+    # before the keyword at all.
+    write("no-header-2.12.log", job("2.12.12", ["node-a"], "IB", ib, "ib0",
+                                    header=lambda p: "") +
+          ["", "NCCL WARN Cuda failure 'an illegal memory access was encountered'"])
     # A training log without NCCL_DEBUG.
     write("no-debug.log", ["Epoch: [0][  0/625]\tTime 12.807 (12.807)\tLoss 6.7861e+00",
                            "Epoch: [0][ 10/625]\tTime  1.425 ( 2.465)\tLoss 0.0000e+00"])
@@ -237,6 +340,18 @@ def main():
         "# Out of bounds values : 0 OK",
         "# Avg bus bandwidth    : 61.6217 ",
     ])
+    # nccl-tests before 2.12: an "error" column (the largest difference, "%5.0le"), not #wrong.
+    # A passing 128-GPU run, where float sums differ by 1e-06 and so on within the tolerance.
+    write("nccl-tests-old-error.log", nccl_tests_old_error(
+        [(8, "0e+00"), (1 << 10, "1e-06"), (1 << 20, "2e-06"), (1 << 24, "2e-06"),
+         (1 << 27, "4e-06"), (1 << 30, "4e-06")], out_of_bounds=0))
+    # Failing old runs: one marks the rows beyond the tolerance with '*' (CheckData's error flag),
+    # the other (broadcast, "type root" columns) only counts them on "Out of bounds values".
+    write("nccl-tests-old-failed.log",
+          nccl_tests_old_error([(1 << 20, "2e-06"), (1 << 24, "3e+00*"), (1 << 27, "1e+00*")],
+                               out_of_bounds=2, hosts=2) +
+          nccl_tests_old_error([(1 << 20, "0e+00"), (1 << 24, "5e+00")], out_of_bounds=1,
+                               broadcast=True, hosts=2))
     # Truncated and garbage input: a log cut mid-line, binary bytes, a NUL.
     good = job("2.18.3", ["node-a", "node-b"], "IB", ib, "ib0")
     with open(os.path.join(OUT, "truncated.log"), "wb") as f:

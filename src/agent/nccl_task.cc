@@ -164,7 +164,7 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
       for (const auto& [key, p] : f.analyzer->processes()) {
         Labels l = pod;
         l.push_back({"host", p.host});
-        l.push_back({"pid", std::to_string(p.pid)});
+        l.push_back({"pid", p.pid >= 0 ? std::to_string(p.pid) : ""});  // "": not logged
         l.push_back({"transport", p.TransportLabel()});
         l.push_back({"network", p.network});
         fam.Family("tocsin_nccl_process_info",

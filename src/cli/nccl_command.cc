@@ -48,8 +48,9 @@ void PrintEvent(const nlohmann::json& e, bool json) {
       ranks += (ranks.empty() ? "" : ",") + std::to_string(r["rank"].get<int>()) + "/" +
                std::to_string(r["nranks"].get<int>());
     }
-    text = "[follow] " + e["host"].get<std::string>() + " pid " +
-           std::to_string(e["pid"].get<int64_t>()) + " rank " + (ranks.empty() ? "?" : ranks) +
+    std::string pid = e["pid"].is_null() ? "?" : std::to_string(e["pid"].get<int64_t>());
+    text = "[follow] " + e["host"].get<std::string>() + " pid " + pid + " rank " +
+           (ranks.empty() ? "?" : ranks) +
            ": " + e["event"].get<std::string>() + ": network " + e["network"].get<std::string>() +
            ", inter-node " + e["inter_node"].get<std::string>() +
            (e["gdr"].get<bool>() ? " (GPUDirect RDMA)" : "") + "\n";

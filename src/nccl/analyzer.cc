@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "nccl/log_line.h"
 
@@ -43,6 +44,59 @@ inline bool SameText(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+void Warnings::Add(std::string_view text) {
+  count++;
+  WarnKind kind = ClassifyWarn(text);
+  switch (kind) {
+    case WarnKind::kBenign:
+      benign++;
+      break;
+    case WarnKind::kFatal:
+      fatal++;
+      break;
+    case WarnKind::kUnknown:
+      pending++;
+      break;
+  }
+  for (auto& w : kept) {
+    if (SameText(w.text, text)) {
+      w.init_complete_after = false;  // its last occurrence is this one
+      return;
+    }
+  }
+  if (kept.size() < kMaxWarnings) kept.push_back({std::string(text), kind, false});
+}
+
+void Warnings::InitComplete() {
+  inits++;
+  resolved += pending;
+  pending = 0;
+  for (auto& w : kept) w.init_complete_after = true;
+}
+
+void Warnings::MergeLater(Warnings&& later) {
+  if (later.inits > 0) {  // an Init COMPLETE among the later lines follows all of these
+    resolved += pending;
+    pending = 0;
+    for (auto& w : kept) w.init_complete_after = true;
+  }
+  count += later.count;
+  benign += later.benign;
+  fatal += later.fatal;
+  resolved += later.resolved;
+  pending += later.pending;
+  inits += later.inits;
+  for (auto& lw : later.kept) {
+    auto it = std::find_if(kept.begin(), kept.end(),
+                           [&](const Warning& w) { return w.text == lw.text; });
+    if (it != kept.end()) {
+      it->init_complete_after = lw.init_complete_after;
+    } else if (kept.size() < kMaxWarnings) {
+      kept.push_back(std::move(lw));
+    }
+  }
+}
 
 uint64_t Process::NetChannelCount() const {
   uint64_t n = 0;
@@ -84,8 +138,10 @@ std::string Process::RankList() const {
 }
 
 std::string Process::Subject() const {
-  if (ranks.empty()) return fmt::format("{}/pid {}", host, pid);
-  return host + "/" + RankList();
+  const std::string& who = host.empty() ? source : host;
+  if (!ranks.empty()) return who + "/" + RankList();
+  if (pid >= 0) return fmt::format("{}/pid {}", who, pid);
+  return fmt::format("{}/device {}", who, cuda_dev);
 }
 
 nlohmann::json FollowEvent(const Process& p, const std::string& what) {
@@ -93,7 +149,7 @@ nlohmann::json FollowEvent(const Process& p, const std::string& what) {
   for (const auto& r : p.ranks) ranks.push_back({{"rank", r.rank}, {"nranks", r.nranks}});
   return {{"event", what},
           {"host", p.host},
-          {"pid", p.pid},
+          {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
           {"ranks", ranks},
           {"network", p.network},
           {"inter_node", p.InterNodeNetwork()},
@@ -125,8 +181,55 @@ Process& Analyzer::LookUp(std::string_view host, int64_t pid) {
   p.host = key.first;
   p.pid = pid;
   p.source = inputs_.empty() ? "" : inputs_.back().name;
-  p.version = pending_version_;
   return p;
+}
+
+// Keyed apart from every full header: a negative pid that orders by device, and for lines
+// without a host the input's name behind a byte no host name holds (the same device in two
+// inputs is two processes).
+Process& Analyzer::PartialProcess(std::string_view host, int cuda_dev) {
+  std::string key_host = host.empty() ? "\x1f" + inputs_.back().name : std::string(host);
+  int64_t key_pid = std::numeric_limits<int64_t>::min() + cuda_dev;
+  auto it = processes_.find(std::make_pair(key_host, key_pid));
+  if (it != processes_.end()) return it->second;
+  if (processes_.size() >= kMaxProcesses) return processes_.begin()->second;
+  Process& p = processes_[std::make_pair(std::move(key_host), key_pid)];
+  p.host = std::string(host);
+  p.cuda_dev = cuda_dev;
+  p.source = inputs_.back().name;
+  return p;
+}
+
+void Analyzer::NoteBareVersion(std::string_view message) {
+  auto v = ParseVersion(message);
+  if (!v) return;
+  pending_version_ = *v;
+  if (bare_versions_.size() < kMaxListItems) bare_versions_.insert(*v);
+}
+
+// The rare lines without a full header (see LogLine): their own path, off the hot one.
+void Analyzer::FeedPartial(const LogLine& line, std::vector<nlohmann::json>* events) {
+  if (line.kind == LineKind::kVersion) {
+    NoteBareVersion(line.message);
+    return;
+  }
+  if (line.kind == LineKind::kInfo) info_lines_++;
+  if (line.cuda_dev < 0) {  // nothing to pin it on
+    InputStats& in = inputs_.back();
+    if (line.kind == LineKind::kWarn) {
+      in.unattributed_warnings.Add(line.message);
+    } else {
+      in.unattributed_lines++;
+      NoteBareVersion(line.message);  // "... NCCL INFO NCCL version 2.x" with its header cut
+    }
+    return;
+  }
+  Process& p = PartialProcess(line.host, line.cuda_dev);
+  if (line.kind == LineKind::kWarn) {
+    p.warnings.Add(line.message);
+  } else {
+    HandleInfo(p, line.message, events);
+  }
 }
 
 void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events,
@@ -143,9 +246,8 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
     return;
   }
   in.nccl_lines++;
-  if (parsed->kind == LineKind::kVersion || parsed->host.empty()) {
-    if (auto v = ParseVersion(parsed->message)) pending_version_ = *v;
-    if (parsed->kind == LineKind::kInfo) info_lines_++;
+  if (parsed->pid < 0) {
+    FeedPartial(*parsed, events);
     return;
   }
   // Lines of one thread come in bursts: the parser says when this is the memo's process again.
@@ -156,8 +258,7 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
   }
   Process& p = *current;
   if (parsed->kind == LineKind::kWarn) {
-    p.warning_count++;
-    PushCapped(p.warnings, std::string(parsed->message), kMaxWarnings);
+    p.warnings.Add(parsed->message);
     return;
   }
   info_lines_++;
@@ -192,6 +293,15 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
   }
   if (auto init = ParseInitComplete(msg)) {  // any first byte: told by its end
     AddRank(p, *init);
+    p.warnings.InitComplete();
+    inputs_.back().unattributed_warnings.InitComplete();
+    if (init->rank == 0 && p.version.empty()) {
+      if (!pending_version_.empty()) {
+        p.version = pending_version_;
+      } else {
+        p.awaits_bare_version = true;
+      }
+    }
     if (events && !p.follow_reported) {
       p.follow_reported = true;
       events->push_back(FollowEvent(p, "init complete"));
@@ -200,7 +310,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
   }
   switch (msg[0]) {
     case 'U':
-      if (auto net = ParseUsingNetwork(msg)) p.network = *net;
+      if (auto net = ParseUsingNetwork(msg)) p.network = std::move(*net);
       return;
     case 'F':
       if (auto failed = ParsePluginFailure(msg)) PushCapped(p.plugin_failures, *failed);
@@ -212,7 +322,9 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
       return;
   }
   if (auto ib = ParseIbDevices(msg)) {
-    for (const auto& d : *ib) {  // "mlx5_0:1/IB", built in a reused buffer (a line per process)
+    // "mlx5_0:1/IB" and its flags ("mlx5_0:1/IB/SHARP"), built in a reused buffer (a line
+    // per process).
+    for (const auto& d : *ib) {
       nic_.assign(d.name);
       nic_ += ':';
       char port[16];
@@ -220,6 +332,10 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
                   static_cast<size_t>(std::to_chars(port, port + sizeof(port), d.port).ptr - port));
       nic_ += '/';
       nic_.append(d.link_layer);
+      if (!d.flags.empty()) {
+        nic_ += '/';
+        nic_.append(d.flags);
+      }
       if (p.nics.size() < kMaxListItems &&
           std::find(p.nics.begin(), p.nics.end(), nic_) == p.nics.end()) {
         p.nics.push_back(nic_);
@@ -249,22 +365,33 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
 void Analyzer::MergeFrom(Analyzer&& later) {
   for (auto& in : later.inputs_) {
     if (!inputs_.empty() && inputs_.back().name == in.name) {
-      inputs_.back().bytes += in.bytes;
-      inputs_.back().nccl_lines += in.nccl_lines;
-      inputs_.back().long_lines += in.long_lines;
+      InputStats& mine = inputs_.back();
+      mine.bytes += in.bytes;
+      mine.nccl_lines += in.nccl_lines;
+      mine.long_lines += in.long_lines;
+      mine.unattributed_lines += in.unattributed_lines;
+      mine.unattributed_warnings.MergeLater(std::move(in.unattributed_warnings));
     } else {
       inputs_.push_back(std::move(in));
     }
   }
   for (auto& [key, lp] : later.processes_) {
+    // A rank 0 that completed init in the later lines before any bare version line there takes
+    // the bare version these lines ended with, as reading in order would have given it.
+    bool bare = lp.awaits_bare_version && !pending_version_.empty();
     auto it = processes_.find(key);
     if (it == processes_.end()) {
-      if (lp.version.empty()) lp.version = pending_version_;  // a bare version line before
+      if (bare) lp.version = pending_version_;
       processes_.emplace(key, std::move(lp));
       continue;
     }
     Process& p = it->second;
-    if (!lp.version.empty()) p.version = lp.version;
+    if (!lp.version.empty()) {
+      p.version = lp.version;
+    } else if (bare && p.version.empty()) {
+      p.version = pending_version_;
+    }
+    p.awaits_bare_version = p.awaits_bare_version || (lp.awaits_bare_version && p.version.empty());
     if (!lp.network.empty()) p.network = lp.network;
     for (auto& n : lp.nics) PushCapped(p.nics, std::move(n));
     p.ib_no_device = p.ib_no_device || lp.ib_no_device;
@@ -277,10 +404,12 @@ void Analyzer::MergeFrom(Analyzer&& later) {
     for (const auto& [k, v] : lp.env) {
       if (p.env.size() < kMaxListItems || p.env.count(k)) p.env[k] = v;
     }
-    for (auto& w : lp.warnings) PushCapped(p.warnings, std::move(w), kMaxWarnings);
-    p.warning_count += lp.warning_count;
+    p.warnings.MergeLater(std::move(lp.warnings));
   }
   if (!later.pending_version_.empty()) pending_version_ = later.pending_version_;
+  for (const auto& v : later.bare_versions_) {
+    if (bare_versions_.size() < kMaxListItems) bare_versions_.insert(v);
+  }
   other_lines_ += later.other_lines_;
   info_lines_ += later.info_lines_;
 }

@@ -30,13 +30,47 @@ struct Rank {
   std::string comm_id;  // 2.19+; empty before
 };
 
+// One distinct NCCL WARN text and what it did to init.
+struct Warning {
+  std::string text;
+  WarnKind kind = WarnKind::kUnknown;
+  bool init_complete_after = false;  // an Init COMPLETE followed its last occurrence
+};
+
+// The NCCL WARN lines of one process (or of the lines of an input that no process could be
+// pinned on), each judged by what NCCL does after printing it (ClassifyWarn) and, when that is
+// not known, by whether an Init COMPLETE followed it. Counters cover every line; the texts are
+// capped.
+struct Warnings {
+  std::vector<Warning> kept;  // the first distinct texts, in order
+  uint64_t count = 0;
+  uint64_t benign = 0;    // NCCL goes on after these
+  uint64_t fatal = 0;     // NCCL returns an error after these
+  uint64_t resolved = 0;  // neither, and an Init COMPLETE followed
+  uint64_t pending = 0;   // neither, and no Init COMPLETE followed (yet)
+  uint64_t inits = 0;     // Init COMPLETE lines seen
+
+  void Add(std::string_view text);
+  void InitComplete();
+  // Folds in the lines that came after these.
+  void MergeLater(Warnings&& later);
+  // A fatal WARN, or one after which init never completed.
+  bool FailedInit() const { return fatal + pending > 0; }
+};
+
 // What one NCCL process (host, pid) said about itself. Every list is capped, so memory stays
-// bounded however long the log is.
+// bounded however long the log is. A process whose lines had no pid (redacted by whoever posted
+// the log, or no header but " [dev] NCCL ...") is known by its host (or input) and device: pid
+// -1 and cuda_dev set.
 struct Process {
   std::string host;
   int64_t pid = -1;
+  int cuda_dev = -1;   // for a process without pid: the device its lines carried
   std::string source;  // the input it came from
   std::string version;
+  // Its rank 0 completed init while its version was unknown and no bare "NCCL version" line had
+  // been seen before in its input (a bare line from an earlier chunk of the input then applies).
+  bool awaits_bare_version = false;
   std::string network;            // "Using network X"
   std::vector<std::string> nics;  // "mlx5_0:1/IB" or "eth0:10.0.0.1"
   bool ib_no_device = false;
@@ -47,8 +81,7 @@ struct Process {
   uint64_t gdr_channels = 0;
   uint64_t intra_channels = 0;  // P2P / SHM
   std::map<std::string, std::string> env;
-  std::vector<std::string> warnings;
-  uint64_t warning_count = 0;
+  Warnings warnings;
   bool follow_reported = false;
   bool follow_net_reported = false;
 
@@ -59,7 +92,9 @@ struct Process {
   // all we know).
   bool HasInterNodeTraffic() const;
   std::string RankList() const;  // "0,1" (every rank it holds)
-  std::string Subject() const;   // "host/rank" (all ranks) or "host/pid N"
+  // "host/rank" (all ranks), "host/pid N", or "host/device N" without pid (the input's name in
+  // place of a host it did not log).
+  std::string Subject() const;
   // For reports: the inter-node network, "intra-node only", or "unknown" (never connected).
   std::string TransportLabel() const;
 };
@@ -69,6 +104,11 @@ struct InputStats {
   uint64_t bytes = 0;
   uint64_t nccl_lines = 0;
   uint64_t long_lines = 0;  // cut at the line-length cap
+  // NCCL INFO lines with neither host, pid nor device to pin them on.
+  uint64_t unattributed_lines = 0;
+  // The WARN lines among them; any Init COMPLETE of the input counts as following them (a
+  // communicator's init completes on no rank when one rank fails it).
+  Warnings unattributed_warnings;
 };
 
 // Streams NCCL debug logs and nccl-tests output; several inputs make up one job.
@@ -105,7 +145,12 @@ class Analyzer {
  private:
   Process& ProcessFor(std::string_view host, int64_t pid);
   Process& LookUp(std::string_view host, int64_t pid);
+  // A line without pid: its host (or input) and device make the process.
+  void FeedPartial(const LogLine& line, std::vector<nlohmann::json>* events);
+  Process& PartialProcess(std::string_view host, int cuda_dev);
+  void NoteBareVersion(std::string_view message);
   void HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events);
+  void FindingsForWarnings(std::vector<Finding>& out) const;
   void FindingsForTransport(std::vector<Finding>& out) const;
   void FindingsForPerf(std::vector<Finding>& out) const;
 
@@ -124,7 +169,11 @@ class Analyzer {
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(kCacheSlots);
   std::vector<InputStats> inputs_;
   std::map<std::pair<std::string, int64_t>, Process> processes_;
-  std::string pending_version_;  // a bare "NCCL version" line before the first process line
+  // The last bare "NCCL version" line of the current input. NCCL prints it with printf (or at
+  // NCCL_DEBUG=VERSION) from ncclCommInitRank when myrank == 0, before that rank's init
+  // completes: it is given to the process whose rank 0 completes init next.
+  std::string pending_version_;
+  std::set<std::string> bare_versions_;  // every bare version seen (capped)
   PerfParser perf_;
   bool perf_enabled_ = true;
   uint64_t other_lines_ = 0;  // non-NCCL lines seen while perf is disabled

@@ -1,6 +1,7 @@
 // The Analyzer's report once the input is read: findings and the inventory.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "nccl/analyzer.h"
@@ -25,7 +26,80 @@ constexpr RiskySetting kRisky[] = {
     {"NCCL_SHM_DISABLE", "1", "disables shared-memory transport inside the node"},
 };
 
+nlohmann::json WarningsJson(const Warnings& w) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& k : w.kept) {
+    list.push_back({{"text", k.text},
+                    {"kind", WarnKindName(k.kind)},
+                    {"init_complete_after", k.init_complete_after}});
+  }
+  return list;
+}
+
+// nccl.init.failed for WARN lines that failed init (a fatal one, or one no Init COMPLETE
+// followed), else nccl.warn (info) with their text: NCCL printed them during an init that went on.
+Finding WarningFinding(const std::string& subject, const Warnings& w, bool initialised,
+                       nlohmann::json evidence) {
+  evidence["warn_count"] = w.count;
+  evidence["warnings"] = WarningsJson(w);
+  evidence["fatal"] = w.fatal;
+  evidence["benign"] = w.benign;
+  evidence["followed_by_init_complete"] = w.resolved;
+  evidence["not_followed_by_init_complete"] = w.pending;
+  if (w.FailedInit()) {
+    const Warning* first = nullptr;
+    for (const auto& k : w.kept) {
+      if (k.kind == WarnKind::kFatal || (k.kind == WarnKind::kUnknown && !k.init_complete_after)) {
+        first = &k;
+        break;
+      }
+    }
+    std::string why;
+    if (first != nullptr && first->kind == WarnKind::kFatal) {
+      why = "NCCL returns an error after it";
+    } else if (initialised) {
+      why = "no Init COMPLETE followed it (after a communicator had initialised: a runtime error)";
+    } else {
+      why = "no Init COMPLETE followed it";
+    }
+    return {"nccl.init.failed",
+            Severity::kError,
+            subject,
+            fmt::format("{} NCCL WARN line(s), {}: {}", w.count, why,
+                        first != nullptr ? first->text : "(text not kept)"),
+            std::nullopt,
+            std::move(evidence)};
+  }
+  const Warning* first = w.kept.empty() ? nullptr : &w.kept.front();
+  std::string why = first == nullptr                      ? ""
+                    : first->kind == WarnKind::kBenign ? " (NCCL goes on after it)"
+                                                       : " (Init COMPLETE followed it)";
+  return {"nccl.warn",
+          Severity::kInfo,
+          subject,
+          fmt::format("{} NCCL WARN line(s) that did not fail init: {}{}", w.count,
+                      first != nullptr ? first->text : "", why),
+          std::nullopt,
+          std::move(evidence)};
+}
+
 }  // namespace
+
+void Analyzer::FindingsForWarnings(std::vector<Finding>& out) const {
+  for (const auto& [key, p] : processes_) {
+    if (p.warnings.count == 0) continue;
+    out.push_back(WarningFinding(p.Subject(), p.warnings, !p.ranks.empty(),
+                                 {{"host", p.host},
+                                  {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
+                                  {"ranks", p.RankList()},
+                                  {"source", p.source}}));
+  }
+  for (const auto& in : inputs_) {
+    if (in.unattributed_warnings.count == 0) continue;
+    out.push_back(WarningFinding(in.name + " (lines without host, pid or device)",
+                                 in.unattributed_warnings, false, {{"source", in.name}}));
+  }
+}
 
 void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
   int rdma_procs = 0;
@@ -66,7 +140,7 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
            fmt::format("inter-node traffic goes over TCP sockets while {}: {}", against, why),
            std::nullopt,
            {{"host", p.host},
-            {"pid", p.pid},
+            {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
             {"ranks", p.RankList()},
             {"network", p.network},
             {"net_channels", p.net_channels},
@@ -98,15 +172,6 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
                      std::nullopt,
                      {{"name", risky.name}, {"value", it->second}, {"host", p.host}}});
     }
-    if (p.warning_count > 0) {
-      out.push_back({"nccl.init.failed",
-                     Severity::kError,
-                     p.Subject(),
-                     fmt::format("{} NCCL WARN line(s), first: {}", p.warning_count,
-                                 p.warnings.empty() ? "" : p.warnings.front()),
-                     std::nullopt,
-                     {{"warn_count", p.warning_count}, {"warnings", p.warnings}}});
-    }
   }
   // nccl.transport.mixed: one communicator (commId; the whole job when NCCL predates commId)
   // whose ranks use different networks.
@@ -134,21 +199,67 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
   }
 }
 
+// nccl.wrong: a row whose check failed ("#wrong" above 0, or an old "error" marked '*'), else a
+// run whose "Out of bounds values" line counts failed rows (old layouts without the mark: the
+// error column alone is a difference that is fine within the type's tolerance, "1e-06" on a
+// passing float run).
 void Analyzer::FindingsForPerf(std::vector<Finding>& out) const {
+  auto error_json = [](const std::optional<double>& e) {
+    return e ? nlohmann::json(*e) : nlohmann::json(nullptr);
+  };
   for (const auto& run : perf_.runs()) {
     std::string test = run.test.empty() ? "nccl-tests" : run.test;
+    bool row_found = false;
     for (const auto& row : run.rows) {
       int64_t wrong = row.out_of_place.wrong.value_or(0) + row.in_place.wrong.value_or(0);
-      if (wrong <= 0) continue;
+      bool oob = row.out_of_place.out_of_bounds || row.in_place.out_of_bounds;
+      if (wrong <= 0 && !oob) continue;
+      row_found = true;
+      double max_error =
+          std::max(row.out_of_place.max_error.value_or(0), row.in_place.max_error.value_or(0));
+      out.push_back(
+          {"nccl.wrong",
+           Severity::kError,
+           fmt::format("{} size {}", test, row.size),
+           wrong > 0 ? fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
+                                   wrong, row.size)
+                     : fmt::format("error {:g} at {} bytes, marked out of bounds by nccl-tests: "
+                                   "the collective corrupted data",
+                                   max_error, row.size),
+           std::nullopt,
+           {{"size", row.size},
+            {"out_of_place_wrong", row.out_of_place.wrong.value_or(0)},
+            {"in_place_wrong", row.in_place.wrong.value_or(0)},
+            {"out_of_place_max_error", error_json(row.out_of_place.max_error)},
+            {"in_place_max_error", error_json(row.in_place.max_error)},
+            {"out_of_bounds", oob}}});
+    }
+    if (!row_found && run.out_of_bounds.value_or(0) > 0) {
+      const PerfRow* worst = nullptr;
+      double worst_error = -1;
+      for (const auto& row : run.rows) {
+        double e = std::max(row.out_of_place.max_error.value_or(-1),
+                            row.in_place.max_error.value_or(-1));
+        if (e > worst_error) {
+          worst_error = e;
+          worst = &row;
+        }
+      }
+      nlohmann::json evidence = {{"out_of_bounds", *run.out_of_bounds}, {"rows", run.rows.size()}};
+      std::string largest;
+      if (worst != nullptr && worst_error >= 0) {
+        evidence["largest_error"] = worst_error;
+        evidence["largest_error_size"] = worst->size;
+        largest = fmt::format(" (largest error {:g}, at {} bytes)", worst_error, worst->size);
+      }
       out.push_back({"nccl.wrong",
                      Severity::kError,
-                     fmt::format("{} size {}", test, row.size),
-                     fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
-                                 wrong, row.size),
+                     test,
+                     fmt::format("nccl-tests counted {} row(s) out of bounds{}: the collective "
+                                 "corrupted data",
+                                 *run.out_of_bounds, largest),
                      std::nullopt,
-                     {{"size", row.size},
-                      {"out_of_place_wrong", row.out_of_place.wrong.value_or(0)},
-                      {"in_place_wrong", row.in_place.wrong.value_or(0)}}});
+                     std::move(evidence)});
     }
     auto avg = run.avg_busbw ? run.avg_busbw : run.ComputedAvgBusbw();
     if (options_.min_busbw && avg && *avg < *options_.min_busbw) {
@@ -179,6 +290,7 @@ std::vector<Finding> Analyzer::Findings() const {
                    {{"inputs", names}}});
   }
   FindingsForTransport(out);
+  FindingsForWarnings(out);
   FindingsForPerf(out);
   return out;
 }
@@ -189,12 +301,14 @@ nlohmann::json Analyzer::Inventory() const {
     inputs.push_back({{"name", in.name},
                       {"bytes", in.bytes},
                       {"nccl_lines", in.nccl_lines},
-                      {"long_lines_cut", in.long_lines}});
+                      {"long_lines_cut", in.long_lines},
+                      {"unattributed_lines", in.unattributed_lines},
+                      {"unattributed_warnings", WarningsJson(in.unattributed_warnings)}});
   }
   nlohmann::json procs = nlohmann::json::array();
   std::map<std::string, int> transports;
   std::set<std::string> hosts;
-  std::set<std::string> versions;
+  std::set<std::string> versions = bare_versions_;
   int nranks = 0;
   for (const auto& [key, p] : processes_) {
     nlohmann::json ranks = nlohmann::json::array();
@@ -205,13 +319,14 @@ nlohmann::json Analyzer::Inventory() const {
                        {"comm_id", r.comm_id}});
     }
     nranks += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
-    hosts.insert(p.host);
+    if (!p.host.empty()) hosts.insert(p.host);
     if (!p.version.empty()) versions.insert(p.version);
     std::string inter = p.TransportLabel();
     transports[inter] += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
     procs.push_back(
         {{"host", p.host},
-         {"pid", p.pid},
+         {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
+         {"cuda_dev", p.pid >= 0 ? nullptr : nlohmann::json(p.cuda_dev)},
          {"source", p.source},
          {"ranks", ranks},
          {"nccl_version", p.version},
@@ -225,7 +340,7 @@ nlohmann::json Analyzer::Inventory() const {
          {"channels",
           {{"net", p.net_channels}, {"net_gdr", p.gdr_channels}, {"intra_node", p.intra_channels}}},
          {"env", p.env},
-         {"warnings", p.warnings}});
+         {"warnings", WarningsJson(p.warnings)}});
   }
   nlohmann::json perf = nlohmann::json::array();
   for (const auto& run : perf_.runs()) perf.push_back(ToJson(run));
@@ -234,7 +349,8 @@ nlohmann::json Analyzer::Inventory() const {
            {{"processes", processes_.size()},
             {"hosts", hosts.size()},
             {"ranks", nranks},
-            {"transports", transports}}},
+            {"transports", transports},
+            {"nccl_versions", versions}}},
           {"processes", procs},
           {"nccl_tests", perf}};
 }

@@ -69,28 +69,84 @@ bool ParseHostPidTid(std::string_view token, LogLine& out) {
   return true;
 }
 
-// Looks right-to-left for "host:pid:tid [dev]" ending before `end`.
-bool ParseHeader(std::string_view line, size_t end, LogLine& out) {
+bool IsHostChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_';
+}
+
+// What NCCL prints between "[dev]" and the keyword: nothing for INFO, "file:line" and an
+// optional "(func)" for WARN.
+bool IsHeaderTail(std::string_view tail, bool warn) {
+  tail = Trim(tail);
+  if (tail.empty()) return true;
+  if (!warn) return false;
+  size_t space = tail.find(' ');
+  std::string_view where = tail.substr(0, space);
+  size_t colon = where.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || !Decimal(where.substr(colon + 1))) {
+    return false;
+  }
+  if (space == std::string_view::npos) return true;
+  std::string_view func = Trim(tail.substr(space));
+  return func.size() >= 2 && func.front() == '(' && func.back() == ')' &&
+         func.find(' ') == std::string_view::npos;
+}
+
+// A header whose pid:tid the poster replaced ("host:XXXXXX [5]"): the host, when the token before
+// the device holds one, glued launcher prefixes ("[1,7]<stdout>:") cut as ParseHostPidTid does.
+std::string_view RedactedHost(std::string_view token) {
+  size_t bracket = token.rfind(']');
+  if (bracket != std::string_view::npos) token = token.substr(bracket + 1);
+  for (std::string_view tag : {"<stdout>:", "<stderr>:"}) {
+    if (token.substr(0, tag.size()) == tag) token = token.substr(tag.size());
+  }
+  size_t colon = token.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == token.size()) return {};
+  std::string_view host = token.substr(0, colon);
+  for (char c : host) {
+    if (!IsHostChar(c)) return {};
+  }
+  return host;
+}
+
+// Looks right-to-left for "host:pid:tid [dev]" ending before `end`. When none is there, the
+// nearest "[dev]" that ends NCCL's header (only "file:line (func)" between it and a WARN
+// keyword) still gives the device, and the host when the pid alone was redacted: pid and tid are
+// then -1. Off the hot path (WARN lines and odd headers): kept out of line so that Parse, which
+// runs for every NCCL line, stays small.
+[[gnu::noinline, gnu::cold]] bool ParseHeader(std::string_view line, size_t end, bool warn,
+                                              LogLine& out) {
   size_t pos = end;
+  bool partial = false;
   for (int tries = 0; tries < 4; ++tries) {
     size_t close = line.rfind(']', pos == 0 ? 0 : pos - 1);
-    if (close == std::string_view::npos || close == 0) return false;
+    if (close == std::string_view::npos || close == 0) break;
     size_t open = line.rfind('[', close);
-    if (open == std::string_view::npos) return false;
+    if (open == std::string_view::npos) break;
     auto dev = Decimal(Trim(line.substr(open + 1, close - open - 1)));
     if (dev) {
       size_t tok_end = open;
       while (tok_end > 0 && IsSpace(line[tok_end - 1])) --tok_end;
       size_t tok_start = tok_end;
       while (tok_start > 0 && !IsSpace(line[tok_start - 1])) --tok_start;
-      if (tok_end > tok_start &&
-          ParseHostPidTid(line.substr(tok_start, tok_end - tok_start), out)) {
+      std::string_view token = line.substr(tok_start, tok_end - tok_start);
+      if (tok_end > tok_start && ParseHostPidTid(token, out)) {
         out.cuda_dev = static_cast<int>(*dev);
         return true;
+      }
+      if (tries == 0 && IsHeaderTail(line.substr(close + 1, end - close - 1), warn)) {
+        partial = true;
+        out.host = RedactedHost(token);
+        out.cuda_dev = static_cast<int>(*dev);
       }
     }
     pos = open;
   }
+  if (!partial) {
+    out.host = {};
+    out.cuda_dev = -1;
+  }
+  out.pid = out.tid = -1;
   return false;
 }
 
@@ -214,9 +270,9 @@ std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo, size
       size_t start = 0;
       bool header = memo != nullptr ? ParseHeaderMemo(line, at, out, memo)
                                     : ParseHeaderFast(line, at, out, &start);
-      if (!header && !ParseHeader(line, at, out)) {
-        out.host = {};  // keyword without a recognisable header: still an NCCL line
-      }
+      // Without a full header (pid -1) it is still an NCCL line: ParseHeader keeps the device
+      // and host it could read.
+      if (!header) ParseHeader(line, at, out.kind == LineKind::kWarn, out);
       return out;
     }
     if (rest.substr(0, kVersion.size()) == kVersion) {

@@ -9,10 +9,17 @@ namespace tocsin::nccl {
 
 enum class LineKind { kInfo, kWarn, kVersion };
 
-// One NCCL debug line. Views point into the caller's line buffer.
+// One NCCL debug line (docs/FORMATS.md, "NCCL debug output"). Views point into the caller's line
+// buffer.
+//
+// pid >= 0: a full "host:pid:tid [dev]" header. pid -1: no full header, and then
+// - host and cuda_dev set: the pid was redacted by whoever posted the log ("host:XXXXXX [5]");
+// - cuda_dev alone: only " [0] NCCL INFO ..." was left of the header;
+// - neither: nothing to attribute the line to (a bare "NCCL version ..." line, which NCCL prints
+//   without a header with printf or at NCCL_DEBUG=VERSION, or garbage before the keyword).
 struct LogLine {
   LineKind kind = LineKind::kInfo;
-  std::string_view host;  // empty for a bare "NCCL version ..." line (NCCL_DEBUG=VERSION)
+  std::string_view host;
   int64_t pid = -1;
   int64_t tid = -1;
   int cuda_dev = -1;         // the bracketed number: the CUDA device of the thread, not the rank
@@ -22,7 +29,7 @@ struct LogLine {
 // Pure: finds "NCCL INFO" / "NCCL WARN" anywhere in the line, so launcher prefixes
 // ("[1,7]<stdout>:", "[0] ", "[pod/name/container] ") and NCCL 2.26+ timestamps before
 // "host:pid:tid [dev]" are skipped. WARN lines carry "file:line [(func)]" before the keyword.
-// nullopt for any other line.
+// A line whose header is partial is still returned (see LogLine). nullopt for any other line.
 std::optional<LogLine> ParseLogLine(std::string_view line);
 
 // ParseLogLine with a memo of the last header: NCCL prints in bursts per thread, so a line whose

@@ -94,6 +94,50 @@ TEST(LogLineTest, OtherLinesAndGarbage) {
   EXPECT_TRUE(binary->host.empty());
 }
 
+// Headers that lost their pid (redacted by whoever posted the log) or everything but the device:
+// still NCCL lines, with what can be read (issue 14).
+TEST(LogLineTest, PartialHeaders) {
+  auto redacted = ParseLogLine("node-b:XXXXXX [5] NCCL INFO Using network IB");
+  ASSERT_TRUE(redacted);
+  EXPECT_EQ(redacted->host, "node-b");
+  EXPECT_EQ(redacted->pid, -1);
+  EXPECT_EQ(redacted->cuda_dev, 5);
+  EXPECT_EQ(redacted->message, "Using network IB");
+  auto warn = ParseLogLine(
+      "[2026-11-29 10:00:01] host-1:XXXX:XXXX [3] transport/net_ib.cc:1295 (ncclIbTest) NCCL "
+      "WARN NET/IB : Got completion from peer");
+  ASSERT_TRUE(warn);
+  EXPECT_EQ(warn->kind, LineKind::kWarn);
+  EXPECT_EQ(warn->host, "host-1");
+  EXPECT_EQ(warn->pid, -1);
+  EXPECT_EQ(warn->cuda_dev, 3);
+  auto mpi = ParseLogLine("[1,7]<stdout>:gpu02:<pid>:<tid> [7] NCCL INFO Using network IB");
+  ASSERT_TRUE(mpi);
+  EXPECT_EQ(mpi->host, "gpu02");
+  EXPECT_EQ(mpi->cuda_dev, 7);
+  auto device_only = ParseLogLine(" [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>");
+  ASSERT_TRUE(device_only);
+  EXPECT_TRUE(device_only->host.empty());
+  EXPECT_EQ(device_only->pid, -1);
+  EXPECT_EQ(device_only->cuda_dev, 0);
+  auto device_warn = ParseLogLine(" [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'");
+  ASSERT_TRUE(device_warn);
+  EXPECT_EQ(device_warn->kind, LineKind::kWarn);
+  EXPECT_EQ(device_warn->cuda_dev, 1);
+  EXPECT_EQ(device_warn->message, "Cuda failure 'out of memory'");
+  // Nothing before the keyword, or a bracket that is not the header's: no device.
+  auto bare_warn = ParseLogLine("NCCL WARN Cuda failure 'out of memory'");
+  ASSERT_TRUE(bare_warn);
+  EXPECT_EQ(bare_warn->cuda_dev, -1);
+  EXPECT_TRUE(bare_warn->host.empty());
+  auto not_header = ParseLogLine("step [3] of 10 NCCL INFO Using network IB");
+  ASSERT_TRUE(not_header);
+  EXPECT_EQ(not_header->cuda_dev, -1);
+  auto full = ParseLogLine("gpu01:10:11 [2] NCCL INFO Using network IB");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->pid, 10);
+}
+
 // The memo reuses a header only when ParseLogLine would read the same one.
 TEST(LogLineTest, LineParserMemoGivesTheSameFieldsAsParseLogLine) {
   const char* lines[] = {
@@ -114,6 +158,8 @@ TEST(LogLineTest, LineParserMemoGivesTheSameFieldsAsParseLogLine) {
       "x:05node-a:1:2 [0] NCCL INFO not a time before it",
       "12:34:05node-a:1:2 [0] NCCL INFO the memo holds 05node-a: not reused",
       "garbage NCCL INFO no header",
+      "node-a:XXXXXX [0] NCCL INFO redacted pid",
+      " [0] NCCL INFO device only",
       "node-a:1:2 [0] NCCL INFO Using network IB",
   };
   LineParser parser;

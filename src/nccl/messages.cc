@@ -77,6 +77,7 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
   size_t oob = list.find(';');
   if (oob != std::string_view::npos) list = list.substr(0, oob);
   std::vector<IbDevice> out;
+  out.reserve(4);  // one allocation for the usual 1 to 4 devices
   // Every "[idx]" or "[idx] " followed by "name:port[:rail][:plane]/LL" is a device; fused
   // "[0]={...}" entries contain the physical devices, which this also finds.
   size_t i = 0;
@@ -94,14 +95,22 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
            list[end] != '[') {
       ++end;
     }
-    std::string_view tok = list.substr(j, end - j);  // mlx5_0:1/IB, mlx5_0:1:2:0/RoCE
-    size_t slash = tok.rfind('/');
-    size_t colon = tok.find(':');
-    if (slash != std::string_view::npos && colon != std::string_view::npos && colon < slash) {
+    // mlx5_0:1/IB, mlx5_0:1:2:0/RoCE, mlx5_0:1/IB/SHARP: the link layer follows the first '/'
+    // after the port; anything after it is flags.
+    // (Byte loops: the tokens are a dozen bytes, shorter than a library call is worth.)
+    std::string_view tok = list.substr(j, end - j);
+    size_t colon = 0;
+    while (colon < tok.size() && tok[colon] != ':') ++colon;
+    size_t slash = colon;
+    while (slash < tok.size() && tok[slash] != '/') ++slash;
+    size_t more = slash + 1;
+    while (more < tok.size() && tok[more] != '/') ++more;
+    if (colon > 0 && slash + 1 < more) {
       size_t k = colon + 1;
       auto port = ReadInt(tok, k);
       if (port) {
-        out.push_back({*index, tok.substr(0, colon), *port, tok.substr(slash + 1)});
+        out.push_back({*index, tok.substr(0, colon), *port, tok.substr(slash + 1, more - slash - 1),
+                       more < tok.size() ? tok.substr(more + 1) : std::string_view()});
       }
     }
     i = end;
@@ -295,6 +304,57 @@ std::optional<std::string> ParseVersion(std::string_view msg) {
   v = Trim(v.substr(0, end));
   if (v.empty() || !IsDigit(v[0])) return std::nullopt;
   return std::string(v);
+}
+
+WarnKind ClassifyWarn(std::string_view msg) {
+  // Benign: NCCL prints these and goes on.
+  // graph/search.cc (2.5 to 2.2x): no channel found for the pattern, one simple-order channel
+  // instead. 2.5's earlier form without "falling back" returned ncclInternalError.
+  if (StartsWith(msg, "Could not find a path for pattern ")) {
+    return msg.find("falling back") != std::string_view::npos ? WarnKind::kBenign
+                                                              : WarnKind::kFatal;
+  }
+  // misc/ibvwrap.cc (up to 2.12): libibverbs not found; the IB transport's init fails and
+  // init.cc's initNet takes the socket transport (an INFO line from 2.13).
+  if (StartsWith(msg, "Failed to open libibverbs.so")) return WarnKind::kBenign;
+  // misc/ibvwrap.cc CHECK_NOT_NULL: a verbs call without libibverbs loaded; ncclIbInit calls
+  // wrap_ibv_fork_init() without looking at its result (printed by every rank of healthy jobs).
+  if (StartsWith(msg, "lib wrapper not initialized")) return WarnKind::kBenign;
+  // transport/net_ib.cc's async thread: "NET/IB : mlx5_0:1 Got async event : GID table change";
+  // it only logs and acknowledges the event.
+  if (StartsWith(msg, "NET/IB : ") && msg.find(" Got async event") != std::string_view::npos) {
+    return WarnKind::kBenign;
+  }
+  // Fatal: each returns an error right after printing.
+  static constexpr std::string_view kFatal[] = {
+      "Cuda failure",                                       // CUDACHECK (include/checks.h)
+      "Failed to initialize any NET plugin",                // plugin/net.cc, 2.19+
+      "Error: network ",                                    // NCCL_NET names a missing network
+      "Bootstrap : no socket interface found",              // bootstrap.cc
+      "NET/Socket : No usable listening interface found",  // bootstrap.cc
+      "Invalid rank requested",                             // init.cc
+      "Duplicate GPU detected",                             // init.cc
+  };
+  for (std::string_view f : kFatal) {
+    if (StartsWith(msg, f)) return WarnKind::kFatal;
+  }
+  // IBV_*_CHECK and SYSCHECK: "Call to ibv_reg_mr failed ...", "Call to connect failed : ...".
+  if (StartsWith(msg, "Call to ") && msg.find(" failed") != std::string_view::npos) {
+    return WarnKind::kFatal;
+  }
+  return WarnKind::kUnknown;
+}
+
+const char* WarnKindName(WarnKind kind) {
+  switch (kind) {
+    case WarnKind::kBenign:
+      return "benign";
+    case WarnKind::kFatal:
+      return "fatal";
+    case WarnKind::kUnknown:
+      break;
+  }
+  return "unknown";
 }
 
 bool IsRdmaNetwork(std::string_view net) {

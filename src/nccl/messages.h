@@ -7,20 +7,23 @@
 
 namespace tocsin::nccl {
 
-// Pure parsers for the NCCL INFO messages that reveal the transport (NCCL 2.4 to 2.30, as quoted
-// in shared/reference/formats.md section 1). Each returns nullopt for any other message.
+// Pure parsers for the NCCL INFO messages that reveal the transport (NCCL 2.4 to 2.30; the
+// formats and their sources are in docs/FORMATS.md). Each returns nullopt for any other message.
 
 // "Using network IB" -> "IB" ("Socket", "Libfabric", "AWS Libfabric", "gIB", "IBext_v8", ...).
 std::optional<std::string> ParseUsingNetwork(std::string_view msg);
 
 // "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>", with the 2.20-2.23
-// fused form "[0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}" and the 2.30.7 ":rail:plane" suffix.
-// Views point into the message.
+// fused form "[0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}", the 2.30.7 ":rail:plane" suffix and the
+// SHARP plugin's "/SHARP" after the link layer ("mlx5_0:1/IB/SHARP"). Each device is the triple
+// name:port/link-layer; whatever follows the link layer is kept as flags. Views point into the
+// message.
 struct IbDevice {
   int index = 0;
   std::string_view name;
   int port = 0;
   std::string_view link_layer;  // "IB", "RoCE", "UNSPECIFIED"
+  std::string_view flags;       // "" or "SHARP" (several are '/'-separated)
 };
 std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg);
 
@@ -70,6 +73,17 @@ struct EnvSetting {
   std::string value;
 };
 std::optional<EnvSetting> ParseEnvSetting(std::string_view msg);
+
+// What NCCL does after printing a WARN line, from its source (docs/FORMATS.md lists each message
+// with the file it comes from):
+// kBenign: it goes on (an optional library missing before a fallback, a topology search pattern
+//   not found before the simple order, an IB async event it only logs).
+// kFatal: it returns an error (CUDACHECK's "Cuda failure", no NET plugin, no bootstrap interface,
+//   a failed verbs or system call, ...).
+// kUnknown: anything else; whether it failed init is told by what follows it in the log.
+enum class WarnKind { kBenign, kFatal, kUnknown };
+WarnKind ClassifyWarn(std::string_view msg);
+const char* WarnKindName(WarnKind kind);  // "benign", "fatal", "unknown"
 
 // "NCCL version 2.18.3+cuda12.2" -> "2.18.3"
 std::optional<std::string> ParseVersion(std::string_view msg);

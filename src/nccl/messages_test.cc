@@ -38,6 +38,43 @@ TEST(MessagesTest, IbDevicesAcrossVersions) {
   EXPECT_EQ((*rail)[0].port, 1);
   EXPECT_EQ((*rail)[1].link_layer, "IB");
   EXPECT_TRUE(IsIbNoDevice("NET/IB : No device found."));
+  // The SHARP plugin's flag after the link layer (issue 14: it was read as the link layer).
+  auto sharp = ParseIbDevices(
+      "NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/RoCE [2]mlx5_2:1:3/IB/SHARP/X ; OOB "
+      "ib0:10.0.0.1<0>");
+  ASSERT_TRUE(sharp);
+  ASSERT_EQ(sharp->size(), 3u);
+  EXPECT_EQ((*sharp)[0].name, "mlx5_0");
+  EXPECT_EQ((*sharp)[0].port, 1);
+  EXPECT_EQ((*sharp)[0].link_layer, "IB");
+  EXPECT_EQ((*sharp)[0].flags, "SHARP");
+  EXPECT_EQ((*sharp)[1].link_layer, "RoCE");
+  EXPECT_TRUE((*sharp)[1].flags.empty());
+  EXPECT_EQ((*sharp)[2].link_layer, "IB");
+  EXPECT_EQ((*sharp)[2].flags, "SHARP/X");
+  EXPECT_FALSE(ParseIbDevices("NET/IB : Using [0]mlx5_0:1/ ; OOB ib0:10.0.0.1<0>"));
+}
+
+// Each WARN by what NCCL does after printing it (its source).
+TEST(MessagesTest, WarnKinds) {
+  EXPECT_EQ(ClassifyWarn("Could not find a path for pattern 4, falling back to simple order"),
+            WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("Could not find a path for pattern 4"), WarnKind::kFatal);  // 2.5
+  EXPECT_EQ(ClassifyWarn("Failed to open libibverbs.so[.1]"), WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("lib wrapper not initialized."), WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("NET/IB : mlx5_0:1 Got async event : GID table change"),
+            WarnKind::kBenign);
+  EXPECT_EQ(ClassifyWarn("Cuda failure 'out of memory'"), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Failed to initialize any NET plugin"), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Error: network IB not found."), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Bootstrap : no socket interface found"), WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("Call to ibv_reg_mr failed with error Cannot allocate memory"),
+            WarnKind::kFatal);
+  EXPECT_EQ(ClassifyWarn("NCCL_WORK_FIFO_DEPTH=1000 is being ignored because it is not a power "
+                         "of 2."),
+            WarnKind::kUnknown);
+  EXPECT_EQ(ClassifyWarn(""), WarnKind::kUnknown);
+  EXPECT_STREQ(WarnKindName(WarnKind::kBenign), "benign");
 }
 
 TEST(MessagesTest, SocketDevicesAndFailures) {

@@ -7,7 +7,12 @@ namespace {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::optional<PerfHalf> ParseHalf(const std::vector<std::string_view>& t, size_t at) {
+enum class CheckColumn { kUnknown, kWrong, kError };
+
+// time algbw busbw and the check column at t[at..at+3]. The check column is read as the header
+// names it; without a header name, an integer is a count and anything else an error value.
+std::optional<PerfHalf> ParseHalf(const std::vector<std::string_view>& t, size_t at,
+                                  CheckColumn check) {
   PerfHalf h;
   auto time = ParseDouble(t[at]);
   auto alg = ParseDouble(t[at + 1]);
@@ -16,16 +21,22 @@ std::optional<PerfHalf> ParseHalf(const std::vector<std::string_view>& t, size_t
   h.time_us = *time;
   h.algbw = *alg;
   h.busbw = *bus;
-  if (t[at + 3] != "N/A") {
-    auto wrong = ParseInt64(t[at + 3]);
-    if (!wrong) {
-      // Some builds print the error as a float (old "error" column) or with an asterisk.
-      auto f = ParseDouble(t[at + 3]);
-      if (!f) return std::nullopt;
-      wrong = *f > 0 ? 1 : 0;
+  std::string_view v = t[at + 3];
+  if (v == "N/A") return h;
+  if (check != CheckColumn::kError) {
+    if (auto wrong = ParseInt64(v)) {
+      h.wrong = *wrong;
+      return h;
     }
-    h.wrong = wrong;
+    if (check == CheckColumn::kWrong) return std::nullopt;
   }
+  if (!v.empty() && v.back() == '*') {
+    h.out_of_bounds = true;
+    v.remove_suffix(1);
+  }
+  auto error = ParseDouble(v);
+  if (!error) return std::nullopt;
+  h.max_error = *error;
   return h;
 }
 
@@ -59,20 +70,29 @@ PerfRun& PerfParser::Current() {
 
 bool PerfParser::ParseRow(std::string_view line) {
   auto t = SplitWhitespace(line);
-  if (has_timestamp_ && t.size() >= 2) t.resize(t.size() - 2);
-  if (t.size() < 3 + 8) return false;
+  size_t halves = columns_.time;
+  if (halves == 0) {  // a header without "algbw": the halves are the last 8 columns
+    if (has_timestamp_ && t.size() >= 2) t.resize(t.size() - 2);
+    if (t.size() < 3 + 8) return false;
+    halves = t.size() - 8;
+  }
+  if (halves < 3 || t.size() < halves + 8) return false;
   auto size = ParseUint64(t[0]);
   auto count = ParseUint64(t[1]);
   if (!size || !count) return false;
-  size_t halves = t.size() - 8;
-  auto oop = ParseHalf(t, halves);
-  auto ip = ParseHalf(t, halves + 4);
+  CheckColumn check = columns_.check == Check::kWrong   ? CheckColumn::kWrong
+                      : columns_.check == Check::kError ? CheckColumn::kError
+                                                        : CheckColumn::kUnknown;
+  auto oop = ParseHalf(t, halves, check);
+  auto ip = ParseHalf(t, halves + 4, check);
   if (!oop || !ip) return false;
   PerfRow row;
   row.size = *size;
   row.count = *count;
   row.type = std::string(t[2]);
-  if (halves >= 4) row.redop = std::string(t[3]);
+  if (columns_.time == 0 ? halves >= 4 : columns_.redop > 0) {
+    row.redop = std::string(t[columns_.time == 0 ? 3 : static_cast<size_t>(columns_.redop)]);
+  }
   row.out_of_place = *oop;
   row.in_place = *ip;
   PerfRun& run = Current();
@@ -96,11 +116,25 @@ void PerfParser::Feed(std::string_view raw) {
   }
   auto tok = SplitWhitespace(body);
   if (tok.size() >= 3 && tok[0] == "size" && tok[1] == "count") {
-    // A new column header: a new run unless this one has no rows yet.
+    // A new column header: a new run unless this one has no rows yet. Each collective's header
+    // of older versions names its own leading columns ("type", "type redop", "type root", ...);
+    // the first half's time column is the one before "algbw", and the column after its busbw
+    // says what the check value is.
     if (!runs_.empty() && !runs_.back().rows.empty()) runs_.emplace_back();
     Current();
     in_table_ = true;
     has_timestamp_ = body.find("timestamp") != std::string_view::npos;
+    columns_ = Columns{};
+    for (size_t i = 1; i + 3 < tok.size(); ++i) {
+      if (tok[i + 1] != "algbw") continue;
+      columns_.time = i;
+      if (tok[i + 3] == "#wrong") columns_.check = Check::kWrong;
+      if (tok[i + 3] == "error") columns_.check = Check::kError;
+      break;
+    }
+    for (size_t i = 3; i < columns_.time; ++i) {
+      if (tok[i] == "redop") columns_.redop = static_cast<int>(i);
+    }
     return;
   }
   if (StartsWith(body, "Out of bounds values")) {
@@ -139,7 +173,9 @@ nlohmann::json ToJson(const PerfRun& run) {
     return nlohmann::json{{"time_us", h.time_us},
                           {"algbw_gbps", h.algbw},
                           {"busbw_gbps", h.busbw},
-                          {"wrong", h.wrong ? nlohmann::json(*h.wrong) : nullptr}};
+                          {"wrong", h.wrong ? nlohmann::json(*h.wrong) : nullptr},
+                          {"max_error", h.max_error ? nlohmann::json(*h.max_error) : nullptr},
+                          {"out_of_bounds", h.out_of_bounds}};
   };
   for (const auto& r : run.rows) {
     rows.push_back({{"size", r.size},

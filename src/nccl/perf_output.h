@@ -10,13 +10,19 @@
 namespace tocsin::nccl {
 
 // nccl-tests output (all_reduce_perf and the others), old and new layouts
-// (shared/reference/formats.md section 2).
+// (docs/FORMATS.md, "nccl-tests output").
 
+// The check column of a half is "#wrong" (the count of wrong elements, nccl-tests 2.12+) or, in
+// older versions, "error" (the largest difference from the expected value, "%5.0le": "1e-06";
+// some versions mark a value beyond the type's tolerance with a trailing '*'). The header tells
+// which; "N/A" when the check was off (-c 0).
 struct PerfHalf {
   double time_us = 0;
   double algbw = 0;  // GB/s, GB = 1e9
   double busbw = 0;
-  std::optional<int64_t> wrong;  // nullopt when printed "N/A" (-c 0)
+  std::optional<int64_t> wrong;     // "#wrong"
+  std::optional<double> max_error;  // "error"
+  bool out_of_bounds = false;       // "error" marked '*'
 };
 
 struct PerfRow {
@@ -40,7 +46,9 @@ struct PerfRun {
   std::vector<PerfRow> rows;
   std::vector<PerfDevice> devices;
   std::optional<double> avg_busbw;       // "# Avg bus bandwidth : X"
-  std::optional<int64_t> out_of_bounds;  // "# Out of bounds values : N OK|FAILED"
+  // "# Out of bounds values : N OK|FAILED": rows whose check failed (old layouts: whose error
+  // exceeded the type's tolerance), the run's verdict.
+  std::optional<int64_t> out_of_bounds;
 
   // nccl-tests' definition: mean busbw over every row, out-of-place and in-place.
   std::optional<double> ComputedAvgBusbw() const;
@@ -60,9 +68,18 @@ class PerfParser {
   PerfRun& Current();
   bool ParseRow(std::string_view line);
 
+  // What the last column header says each column of a row is.
+  enum class Check { kUnknown, kWrong, kError };
+  struct Columns {
+    size_t time = 0;        // index of the first half's time column; 0: not found in the header
+    int redop = -1;         // index of "redop", -1: none (old all_gather, broadcast)
+    Check check = Check::kUnknown;
+  };
+
   std::vector<PerfRun> runs_;
   bool in_table_ = false;       // a column header was seen for the current run
   bool has_timestamp_ = false;  // "-S 1": a trailing "YYYY-MM-DD HH:MM:SS"
+  Columns columns_;
 };
 
 // Strips launcher prefixes: "[1,0]<stdout>:", "[0] ", "[pod/x/c] ".

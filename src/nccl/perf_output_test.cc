@@ -77,6 +77,48 @@ TEST(PerfOutputTest, OldLayoutsWithoutRootAndWithCheckOff) {
   EXPECT_EQ(r.devices[0].host, "ip-172-31-20-228");
 }
 
+// Older nccl-tests print the largest error ("%5.0le"), not a count: read by the header's column
+// names, with each collective's own leading columns (issue 14).
+TEST(PerfOutputTest, OldErrorColumnIsAnErrorValueNotACount) {
+  PerfParser p;
+  FeedAll(p,
+          "#       size         count    type   redop     time   algbw   busbw  error     time  "
+          " algbw   busbw  error\n"
+          "     1048576        262144   float     sum     31.7   33.13   65.74  2e-06     31.7  "
+          " 33.13   65.74  1e-06\n"
+          "    16777216       4194304   float     sum    206.4   81.28  161.29  0e+00    206.4  "
+          " 81.28  161.29  3e+00*\n"
+          "# Out of bounds values : 1 FAILED\n"
+          "#       size         count    type    root     time   algbw   busbw  error     time  "
+          " algbw   busbw  error\n"
+          "     1048576        262144   float       0     31.7   33.13   33.13  0e+00     31.7  "
+          " 33.13   33.13  0e+00\n");
+  ASSERT_EQ(p.runs().size(), 2u);
+  const PerfRun& r = p.runs()[0];
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_FALSE(r.rows[0].out_of_place.wrong.has_value());
+  EXPECT_DOUBLE_EQ(*r.rows[0].out_of_place.max_error, 2e-06);
+  EXPECT_DOUBLE_EQ(*r.rows[0].in_place.max_error, 1e-06);
+  EXPECT_FALSE(r.rows[0].in_place.out_of_bounds);
+  EXPECT_TRUE(r.rows[1].in_place.out_of_bounds);
+  EXPECT_DOUBLE_EQ(*r.rows[1].in_place.max_error, 3);
+  EXPECT_EQ(r.rows[1].redop, "sum");
+  EXPECT_EQ(r.out_of_bounds, 1);
+  const PerfRun& b = p.runs()[1];
+  ASSERT_EQ(b.rows.size(), 1u);
+  EXPECT_EQ(b.rows[0].type, "float");
+  EXPECT_EQ(b.rows[0].redop, "");  // "0" is the root
+  EXPECT_DOUBLE_EQ(b.rows[0].out_of_place.busbw, 33.13);
+  // Under a "#wrong" header a float is no count: the row is not read.
+  PerfParser strict;
+  FeedAll(strict,
+          "#       size         count      type   redop    root     time   algbw   busbw  #wrong "
+          "    time   algbw   busbw  #wrong\n"
+          "     1048576        262144     float     sum      -1    27.76   37.77   66.11   1e-06 "
+          "   27.76   37.77   66.11       0\n");
+  EXPECT_TRUE(strict.runs()[0].rows.empty());
+}
+
 TEST(PerfOutputTest, GarbageRowsIgnored) {
   PerfParser p;
   FeedAll(p,

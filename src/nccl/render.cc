@@ -28,7 +28,9 @@ std::vector<Table> Tables(const Analyzer& analyzer) {
     std::string gdr = p.NetChannelCount() == 0 || !IsRdmaNetwork(inter)
                           ? "-"
                           : (p.gdr_channels > 0 ? "yes" : "no");
-    procs.rows.push_back({p.host, std::to_string(p.pid), JoinCapped(ranks, 4),
+    procs.rows.push_back({p.host.empty() ? "-" : p.host,
+                          p.pid >= 0 ? std::to_string(p.pid) : fmt::format("? (dev {})", p.cuda_dev),
+                          JoinCapped(ranks, 4),
                           p.version.empty() ? "?" : p.version, p.network.empty() ? "?" : p.network,
                           inter, gdr, JoinCapped(p.nics, 4)});
   }
@@ -38,14 +40,20 @@ std::vector<Table> Tables(const Analyzer& analyzer) {
     for (const auto& run : analyzer.perf_runs()) {
       double max_bus = 0;
       int64_t wrong = 0;
+      bool counted = false;  // a "#wrong" column (old layouts print an error value instead)
       for (const auto& r : run.rows) {
         max_bus = std::max({max_bus, r.out_of_place.busbw, r.in_place.busbw});
         wrong += r.out_of_place.wrong.value_or(0) + r.in_place.wrong.value_or(0);
+        counted = counted || r.out_of_place.wrong || r.in_place.wrong;
       }
       auto avg = run.avg_busbw ? run.avg_busbw : run.ComputedAvgBusbw();
+      std::string wrong_text = counted ? std::to_string(wrong)
+                               : run.out_of_bounds
+                                   ? fmt::format("{} out of bounds", *run.out_of_bounds)
+                                   : "-";
       perf.rows.push_back({run.test.empty() ? "?" : run.test, std::to_string(run.rows.size()),
                            fmt::format("{:g} GB/s", max_bus),
-                           avg ? fmt::format("{:g} GB/s", *avg) : "-", std::to_string(wrong)});
+                           avg ? fmt::format("{:g} GB/s", *avg) : "-", wrong_text});
     }
     tables.push_back(perf);
   }

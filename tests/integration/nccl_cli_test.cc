@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -122,6 +123,115 @@ TEST(NcclCliTest, InitFailureAndNoDebug) {
   ASSERT_EQ(nd.size(), 1u);
   EXPECT_NE(nd[0]["message"].get<std::string>().find("NCCL_DEBUG=INFO"), std::string::npos);
   EXPECT_EQ(Nccl({"no-debug.log"}, {"--fail-on", "warning"}).exit_code, 1);
+}
+
+// Issue 14, real inputs 1: WARN lines NCCL prints during a good init are no errors.
+TEST(NcclCliTest, BenignWarnsAreInfoWithTheirText) {
+  JsonRun benign = Nccl({"warn-benign-2.12.log"});
+  EXPECT_EQ(benign.exit_code, 0) << benign.report["findings"].dump(2);
+  EXPECT_TRUE(FindingsOf(benign.report, "nccl.init.failed").empty());
+  auto info = FindingsOf(benign.report, "nccl.warn");
+  ASSERT_EQ(info.size(), 4u);
+  for (const auto& f : info) {
+    EXPECT_EQ(f["severity"], "info");
+    const json& w = f["evidence"]["warnings"];
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_EQ(w[0]["text"], "Failed to open libibverbs.so[.1]");
+    EXPECT_EQ(w[1]["kind"], "benign");
+  }
+  // The fallback they announce is still judged on its own.
+  EXPECT_EQ(FindingsOf(Nccl({"warn-benign-2.12.log"}, {"--expect", "rdma"}).report,
+                       "nccl.transport.socket")
+                .size(),
+            4u);
+
+  // A WARN nobody classified, followed by Init COMPLETE: info; one after init that nothing
+  // followed: an error.
+  JsonRun resolved = Nccl({"warn-resolved-2.18.log"});
+  auto failed = FindingsOf(resolved.report, "nccl.init.failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["subject"], "node-b/3");
+  EXPECT_NE(failed[0]["message"].get<std::string>().find("Got completion"), std::string::npos);
+  auto fifo = FindingsOf(resolved.report, "nccl.warn");
+  ASSERT_EQ(fifo.size(), 1u);
+  EXPECT_EQ(fifo[0]["subject"], "node-a/0");
+
+  // NCCL_DEBUG=WARN: no Init COMPLETE can follow, so only what NCCL's source says counts.
+  JsonRun quiet = Nccl({"warn-only-2.29.log"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.report["findings"].dump(2);
+  EXPECT_EQ(FindingsOf(quiet.report, "nccl.warn").size(), 4u);
+  EXPECT_EQ(FindingsOf(quiet.report, "nccl.log.no-debug").size(), 1u);
+  EXPECT_EQ(quiet.report["inventory"]["summary"]["nccl_versions"], json::array({"2.29.7"}));
+}
+
+// Issue 14, real inputs 4: the bare "NCCL version" line is rank 0's.
+TEST(NcclCliTest, BareVersionLineIsRankZeros) {
+  JsonRun r = Nccl({"bare-version-2.8.log"});
+  const json& procs = r.report["inventory"]["processes"];
+  ASSERT_EQ(procs.size(), 4u);
+  for (const auto& p : procs) {
+    EXPECT_EQ(p["nccl_version"], p["ranks"][0]["rank"] == 0 ? "2.8.4" : "") << p.dump();
+  }
+}
+
+// Issue 14, real inputs 5: "/SHARP" after the link layer is a flag, not the link layer.
+TEST(NcclCliTest, SharpDevicesKeepTheirLinkLayer) {
+  JsonRun r = Nccl({"ib-sharp-2.12.log"}, {"--expect", "rdma", "--expect-gdr"});
+  EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(2);
+  const json& p0 = r.report["inventory"]["processes"][0];
+  EXPECT_EQ(p0["nics"], json::array({"mlx5_0:1/IB/SHARP", "mlx5_1:1/IB/SHARP"}));
+  EXPECT_EQ(p0["inter_node_transport"], "IBext");
+}
+
+// Issue 14, real inputs 6: lines without host:pid:tid are attributed as far as they can be, and
+// no WARN vanishes.
+TEST(NcclCliTest, RedactedAndHeaderlessLines) {
+  JsonRun redacted = Nccl({"redacted-pid-2.18.log"});
+  const json& procs = redacted.report["inventory"]["processes"];
+  ASSERT_EQ(procs.size(), 4u);
+  for (const auto& p : procs) {
+    EXPECT_TRUE(p["pid"].is_null());
+    EXPECT_EQ(p["inter_node_transport"], "IB");
+    ASSERT_EQ(p["ranks"].size(), 1u);
+  }
+  EXPECT_EQ(procs[0]["host"], "node-a");
+  EXPECT_EQ(procs[0]["cuda_dev"], 0);
+  auto failed = FindingsOf(redacted.report, "nccl.init.failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["subject"], "node-b/3");
+
+  JsonRun bare = Nccl({"no-header-2.12.log"});
+  ASSERT_EQ(bare.report["inventory"]["processes"].size(), 2u);
+  EXPECT_EQ(bare.report["inventory"]["processes"][0]["network"], "IB");
+  EXPECT_EQ(bare.report["inventory"]["processes"][0]["nccl_version"], "2.12.12");
+  auto lost = FindingsOf(bare.report, "nccl.init.failed");
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_NE(lost[0]["message"].get<std::string>().find("illegal memory access"),
+            std::string::npos);
+  EXPECT_EQ(bare.exit_code, 1);
+}
+
+// Issue 14, real inputs 2: the old "error" column is the largest difference, not #wrong.
+TEST(NcclCliTest, OldErrorColumnPassesAndFails) {
+  JsonRun pass = Nccl({"nccl-tests-old-error.log"});
+  EXPECT_EQ(pass.exit_code, 0) << pass.report["findings"].dump(2);
+  EXPECT_TRUE(FindingsOf(pass.report, "nccl.wrong").empty());
+  const json& run = pass.report["inventory"]["nccl_tests"][0];
+  EXPECT_EQ(run["devices"].size(), 128u);
+  EXPECT_EQ(run["rows"].size(), 6u);
+  EXPECT_DOUBLE_EQ(run["rows"][1]["in_place"]["max_error"].get<double>(), 1e-06);
+  EXPECT_TRUE(run["rows"][1]["in_place"]["wrong"].is_null());
+
+  JsonRun fail = Nccl({"nccl-tests-old-failed.log"});
+  EXPECT_EQ(fail.exit_code, 1);
+  auto w = FindingsOf(fail.report, "nccl.wrong");
+  ASSERT_EQ(w.size(), 3u);  // two rows marked '*', and the broadcast run's count
+  std::map<std::string, json> by_subject;
+  for (const auto& f : w) by_subject[f["subject"]] = f;
+  EXPECT_EQ(by_subject["nccl-tests size 16777216"]["evidence"]["in_place_max_error"], 3.0);
+  EXPECT_TRUE(by_subject["nccl-tests size 134217728"]["evidence"]["out_of_bounds"].get<bool>());
+  EXPECT_EQ(by_subject["nccl-tests"]["evidence"]["largest_error"], 5.0);
+  EXPECT_EQ(by_subject["nccl-tests"]["evidence"]["out_of_bounds"], 1);
 }
 
 TEST(NcclCliTest, NcclTestsOutput) {
