@@ -72,10 +72,10 @@ fuzz-build: deps
 K8S_TEST_ENV := K8S_STATE=$(CURDIR)/build/k8s-test K8S_NETNS_PREFIX=tt K8S_SUBNET=10.78.1 \
   K8S_TOCSIN=$(CURDIR)/$(TEST_DIR)/tocsin
 test: test-build fuzz-build
-	@$(K8S_TEST_ENV) tools/k8s/up.sh >/dev/null
-	@status=0; \
+	@trap '$(K8S_TEST_ENV) tools/k8s/down.sh' EXIT; trap 'exit 130' INT TERM; \
+	  $(K8S_TEST_ENV) tools/k8s/up.sh >/dev/null || exit 1; \
+	  status=0; \
 	  (cd $(TEST_DIR) && TOCSIN_K8S_ENV=$(CURDIR)/build/k8s-test/env ctest --output-on-failure -j $(JOBS)) || status=1; \
-	  $(K8S_TEST_ENV) tools/k8s/down.sh || status=1; \
 	  (cd $(FUZZ_DIR) && ctest --output-on-failure -j $(JOBS)) || status=1; \
 	  exit $$status
 
@@ -98,4 +98,4 @@ format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
-	@rm -rf build
+	@K8S_STATE=$(CURDIR)/build/k8s-test tools/k8s/down.sh; tools/k8s/down.sh; rm -rf build

@@ -11,6 +11,7 @@ Run by `make test` (which brings the control plane up and sets TOCSIN_K8S_ENV); 
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -228,6 +229,11 @@ class RbacTest(ClusterTestCase):
                 c.wait_for(lambda: not c.get("pods", "-n", "tocsin")["items"], 60,
                            "the agent's pods to be gone")
 
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)  # ServiceAccount-token kubeconfigs
+        super().tearDownClass()
+
     def test_every_manifest_was_found_and_applied(self):
         found = [rel for rel, _ in deploy_manifests()]
         # The manifests this test must cover: if they move, the test fails instead of passing empty.
@@ -300,7 +306,12 @@ class RbacTest(ClusterTestCase):
             self.assertEqual(e["involvedObject"]["kind"], "Node")
         finally:
             agent.terminate()
-            _, err = agent.communicate(timeout=10)
+            try:
+                _, err = agent.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                _, err = agent.communicate()
+                self.fail("the agent did not stop within 10 s of SIGTERM: " + err)
         self.assertEqual(agent.returncode, 0, err)
         self.assertNotIn("403", err)
 

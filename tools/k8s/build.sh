@@ -9,7 +9,13 @@
 # derived from the machine's own deb entries), so the system's apt configuration is untouched.
 set -euo pipefail
 UPSTREAM=1.20.2
-CACHE_ROOT=${TOCSIN_K8S_CACHE:-/var/cache/tocsin}
+if [ -n "${TOCSIN_K8S_CACHE:-}" ]; then
+  CACHE_ROOT=$TOCSIN_K8S_CACHE
+elif [ "$(id -u)" -eq 0 ] || [ -w /var/cache/tocsin ]; then
+  CACHE_ROOT=/var/cache/tocsin
+else
+  CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/tocsin
+fi
 CACHE=$CACHE_ROOT/k8s-$UPSTREAM
 BINS=(kube-apiserver kube-scheduler kube-controller-manager)
 log() { echo "k8s-build: $*" >&2; }
@@ -33,6 +39,11 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
     { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; }
+  # etcd-server's package starts a system etcd on 127.0.0.1:2379 under systemd: the tests start
+  # their own (TLS, client certificates), so the package's is stopped and disabled.
+  if [ -d /run/systemd/system ]; then
+    systemctl disable --now etcd >/dev/null 2>&1 || true
+  fi
 }
 
 install_packages
@@ -44,7 +55,9 @@ fi
 mkdir -p "$CACHE_ROOT"
 # One build at a time on a machine (make test and make k8s-up may race).
 exec 9>"$CACHE_ROOT/k8s-build.lock"
-flock 9
+flock -w 3600 9 || { log "another build has held $CACHE_ROOT/k8s-build.lock for an hour"; exit 1; }
+# What an interrupted build left (the unpacked source tree) goes now.
+rm -rf "$CACHE_ROOT"/k8s-build.??????
 if have_all; then echo "$CACHE/bin"; exit 0; fi
 
 WORK=$(mktemp -d "$CACHE_ROOT/k8s-build.XXXXXX")

@@ -8,27 +8,39 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=${K8S_STATE:-$ROOT/build/k8s}
-NODES=${K8S_NODES:-$ROOT/testdata/k8s/nodes.json}
+NODES=$(realpath "${K8S_NODES:-$ROOT/testdata/k8s/nodes.json}")
 TOCSIN=${K8S_TOCSIN:-$ROOT/build/release/tocsin}
 NETNS_PREFIX=${K8S_NETNS_PREFIX:-tk}
 MAX_PROCS=${K8S_MAX_PROCS:-64}
 SUBNET=${K8S_SUBNET:-10.78.0}   # node i is SUBNET.i in its namespace, the bridge SUBNET.254
 log() { echo "k8s-up: $*" >&2; }
+# Keys, tokens, pods' secrets and logs: readable by this user only.
+umask 077
 
 mkdir -p "$(dirname "$STATE")"
 STATE=$(cd "$(dirname "$STATE")" && pwd)/$(basename "$STATE")
 KUBECONFIG_PATH=$STATE/admin.kubeconfig
+MARKER=.tocsin-k8s-state   # down.sh removes only a folder that has it
+# One up.sh or down.sh at a time per state folder.
+exec 8>"$STATE.lock"
+flock -w 600 8 || { log "another up.sh or down.sh holds $STATE.lock"; exit 1; }
+export TOCSIN_K8S_LOCKED=1
 
-ready() {  # the apiserver answers /readyz with the admin certificate, and every pid is alive
-  [ -f "$STATE/env" ] && [ -f "$STATE/pids" ] || return 1
-  local pid
-  while read -r _ pid; do kill -0 "$pid" 2>/dev/null || return 1; done <"$STATE/pids"
-  # shellcheck disable=SC1091
-  (. "$STATE/env" && curl -sf --max-time 5 --cacert "$STATE/pki/ca.crt" --cert "$STATE/pki/admin.crt" \
-     --key "$STATE/pki/admin.key" "$K8S_SERVER/readyz" >/dev/null)
+# shellcheck source=tools/k8s/proc.sh
+. "$ROOT/tools/k8s/proc.sh"
+
+ready() {  # the apiserver answers /readyz with the admin certificate, and every process is ours
+  [ -f "$STATE/$MARKER" ] && [ -f "$STATE/env" ] && [ -f "$STATE/pids" ] || return 1
+  [ "$(stat -c %u "$STATE")" = "$(id -u)" ] || return 1
+  local name pid start
+  while read -r name pid start; do same_process "$pid" "$start" || return 1; done <"$STATE/pids"
+  local server
+  server=$(sed -n 's/^K8S_SERVER=//p' "$STATE/env")
+  curl -sf --max-time 5 --cacert "$STATE/pki/ca.crt" --cert "$STATE/pki/admin.crt" \
+    --key "$STATE/pki/admin.key" "$server/readyz" >/dev/null
 }
 
-if ready; then
+if ready && grep -qxF "K8S_NODES=$NODES" "$STATE/env" && grep -qxF "K8S_TOCSIN=$TOCSIN" "$STATE/env"; then
   log "already up ($STATE)"
   echo "export KUBECONFIG=$KUBECONFIG_PATH"
   exit 0
@@ -40,8 +52,13 @@ fi
 
 BIN=$("$ROOT/tools/k8s/build.sh")
 ETCD=$(command -v etcd)
+mkdir -p -m 700 "$STATE"
+chmod 700 "$STATE"
+touch "$STATE/$MARKER"
 mkdir -p "$STATE/pki" "$STATE/logs"
 : >"$STATE/pids"
+# Until it is ready, a failure or an interrupt takes down what was started.
+trap 'log "interrupted or failed: stopping what was started"; "$ROOT/tools/k8s/down.sh" || true' EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ETCD_PORT=$(free_port); ETCD_PEER=$(free_port); API_PORT=$(free_port)
@@ -65,6 +82,10 @@ SERVER=https://127.0.0.1:$API_PORT
   sign apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 extendedKeyUsage=serverAuth"
   sign admin "/O=system:masters/CN=kubernetes-admin" "extendedKeyUsage=clientAuth"
+  # etcd takes only clients (and peers) with a certificate of this CA.
+  sign etcd "/CN=etcd" "subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=serverAuth,clientAuth"
+  sign apiserver-etcd-client "/CN=kube-apiserver-etcd-client" "extendedKeyUsage=clientAuth"
   sign scheduler "/CN=system:kube-scheduler" "extendedKeyUsage=clientAuth"
   sign controller-manager "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
   sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" \
@@ -115,20 +136,22 @@ kubeconfig "$KUBECONFIG_PATH.tmp" admin admin
 
 start() {  # name command...: runs in its own session, output to STATE/logs/name.log
   local name=$1; shift
-  setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null &
-  echo "$name $!" >>"$STATE/pids"
+  setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null 8>&- &
+  local pid=$!
+  # The start time tells down.sh that a pid is still this process (pids are reused).
+  echo "$name $pid $(start_time "$pid")" >>"$STATE/pids"
 }
 fail() {
   log "$1; last lines of $STATE/logs/$2.log:"
   tail -n 20 "$STATE/logs/$2.log" >&2 || true
-  K8S_STATE=$STATE "$ROOT/tools/k8s/down.sh" || true
-  exit 1
+  exit 1  # the EXIT trap stops what was started
 }
 wait_for() {  # name seconds command...: polls until the command succeeds (bounded)
   local name=$1 deadline=$(( $(date +%s) + $2 )); shift 2
   until "$@" >/dev/null 2>&1; do
-    local pid; pid=$(awk -v n="$name" '$1==n {print $2}' "$STATE/pids")
-    kill -0 "$pid" 2>/dev/null || fail "$name exited" "$name"
+    local pid start
+    read -r pid start < <(awk -v n="$name" '$1==n {print $2, $3}' "$STATE/pids")
+    same_process "$pid" "$start" || fail "$name exited" "$name"
     [ "$(date +%s)" -lt "$deadline" ] || fail "$name not ready after $2 s" "$name"
     sleep 0.2
   done
@@ -141,17 +164,22 @@ else
   ETCD_DATA=$STATE/etcd
 fi
 echo "$ETCD_DATA" >"$STATE/etcd-data"
+PKI=$STATE/pki
 start etcd "$ETCD" --name tocsin-test --data-dir "$ETCD_DATA" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER" \
-  --initial-cluster "tocsin-test=http://127.0.0.1:$ETCD_PEER" --listen-metrics-urls "" \
-  --snapshot-count 100000 --log-level warn
-wait_for etcd 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
+  --listen-client-urls "https://127.0.0.1:$ETCD_PORT" --advertise-client-urls "https://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "https://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls "https://127.0.0.1:$ETCD_PEER" \
+  --initial-cluster "tocsin-test=https://127.0.0.1:$ETCD_PEER" \
+  --cert-file "$PKI/etcd.crt" --key-file "$PKI/etcd.key" --client-cert-auth --trusted-ca-file "$PKI/ca.crt" \
+  --peer-cert-file "$PKI/etcd.crt" --peer-key-file "$PKI/etcd.key" --peer-client-cert-auth \
+  --peer-trusted-ca-file "$PKI/ca.crt" --snapshot-count 100000 --log-level warn
+wait_for etcd 30 curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-etcd-client.crt" \
+  --key "$PKI/apiserver-etcd-client.key" "https://127.0.0.1:$ETCD_PORT/health"
 
 # Admission plugins as a production cluster has them (kubeadm's defaults plus NodeRestriction).
 start kube-apiserver "$BIN/kube-apiserver" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" --insecure-port=0 \
-  --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  --etcd-servers="https://127.0.0.1:$ETCD_PORT" --etcd-cafile="$PKI/ca.crt" \
+  --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
   --tls-cert-file="$STATE/pki/apiserver.crt" --tls-private-key-file="$STATE/pki/apiserver.key" \
   --client-ca-file="$STATE/pki/ca.crt" --token-auth-file="$STATE/pki/tokens.csv" \
   --authorization-mode=Node,RBAC \
@@ -195,6 +223,9 @@ K8S_API_PORT=$API_PORT
 K8S_STATE=$STATE
 K8S_BIN=$BIN
 K8S_NODES=$NODES
+K8S_TOCSIN=$TOCSIN
+K8S_NETNS_PREFIX=$NETNS_PREFIX
+K8S_SUBNET=$SUBNET
 KUBECONFIG=$KUBECONFIG_PATH
 EOF
 
@@ -214,5 +245,6 @@ if [ "${K8S_KUBELET:-1}" = 1 ]; then
     --pid-file "$STATE/kubelet.pid"
   wait_for kubelet 60 test -f "$STATE/kubelet.ready"
 fi
+trap - EXIT
 log "ready: $SERVER (kube-apiserver $("${APICURL[@]}" "$SERVER/version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["gitVersion"])'))"
 echo "export KUBECONFIG=$KUBECONFIG_PATH"
