@@ -1,11 +1,14 @@
 #include "audit/checks.h"
 
+#include "audit/coverage.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "audit/coverage.h"
 #include "audit/jobs.h"
 #include "base/strings.h"
 
@@ -326,6 +329,10 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
 
 }  // namespace
 
+std::vector<std::string> FabricNodeLabels() {
+  return {std::begin(kFabricLabels), std::end(kFabricLabels)};
+}
+
 bool IsFabricNode(const Node& node, const Options& options) {
   if (!options.fabric_selector.empty()) {
     return SelectorMatches(options.fabric_selector, node.labels, nullptr);
@@ -371,6 +378,7 @@ std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options) 
   CheckNodes(snapshot, options, out);
   CheckFabricNodes(snapshot, options, out);
   CheckJobs(snapshot, options, out);
+  CheckCoverage(snapshot, options, out);
   // Grouped by subject: groups by their worst severity, then their oldest onset; inside a group
   // by severity, then onset (oldest first; unknown onsets last).
   struct Group {

@@ -27,6 +27,9 @@ struct Options {
   PluginConfig plugin_config;  // WithPluginConfig (plugin_config.h)
 };
 
+// The Node Feature Discovery labels that mark a fabric node (any of them "true").
+std::vector<std::string> FabricNodeLabels();
+
 // Fabric nodes: --fabric-nodes, else Node Feature Discovery's Mellanox PCI / RDMA labels.
 bool IsFabricNode(const k8s::Node& node, const Options& options);
 // RDMA device-plugin DaemonSets: --device-plugin, else recognised by name or image (Mellanox
@@ -36,8 +39,8 @@ bool IsDevicePlugin(const k8s::DaemonSet& ds, const Options& options);
 // --rdma-resource, or a pool the device plugins' config declares (plugin_config).
 bool IsRdmaResource(const std::string& name, const Options& options);
 
-// daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready
-// and the job.* checks (jobs.h). Grouped by subject; groups ordered by worst severity, then oldest
+// daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready,
+// the job.* checks (jobs.h) and what the input did not let them see (coverage.h). Grouped by subject; groups ordered by worst severity, then oldest
 // onset.
 std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options);
 

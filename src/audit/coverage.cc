@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <string>
 
 namespace tocsin::audit {
@@ -11,9 +12,11 @@ namespace {
 constexpr const char* kSnapshotCommand = "kubectl get nodes,pods,daemonsets,configmaps -A -o json";
 
 std::string Held(const k8s::Snapshot& snap) {
-  if (snap.other_kinds.empty()) return "no objects";
+  std::map<std::string, int> kinds = snap.other_kinds;
+  if (!snap.configmaps.empty()) kinds["ConfigMap"] += static_cast<int>(snap.configmaps.size());
+  if (kinds.empty()) return "no objects";
   std::string out;
-  for (const auto& [kind, count] : snap.other_kinds) {
+  for (const auto& [kind, count] : kinds) {
     if (!out.empty()) out += ", ";
     out += fmt::format("{} {}", count, kind);
   }
@@ -31,30 +34,26 @@ Status CheckSnapshotUsable(const k8s::Snapshot& snap) {
 }
 
 void CheckCoverage(const k8s::Snapshot& snap, const Options& opt, std::vector<Finding>& out) {
-  bool live = opt.live;
+  // One message for the live API and a snapshot: the same cluster gives the same findings.
   if (snap.nodes.empty()) {
-    out.push_back(
-        {.check = "audit.input.incomplete",
-         .severity = Severity::kWarning,
-         .subject = "nodes",
-         .message =
-             live ? std::string("the cluster has no nodes: no node-level check could run")
-                  : fmt::format("the snapshot has no Node objects: node-level checks "
-                                "(node.not-ready, node.rdma.unadvertised, daemonset.coverage, "
-                                "job placement) did not run; include them: {}",
-                                kSnapshotCommand),
-         .evidence = {{"nodes", 0}, {"pods", snap.pods.size()}}});
+    out.push_back({.check = "audit.input.incomplete",
+                   .severity = Severity::kWarning,
+                   .subject = "nodes",
+                   .message = fmt::format(
+                       "no Node objects were read (a cluster without nodes, or a snapshot "
+                       "without them: {}): node.not-ready, node.rdma.unadvertised, "
+                       "daemonset.coverage and job placement did not run",
+                       kSnapshotCommand),
+                   .evidence = {{"nodes", 0}, {"pods", snap.pods.size()}}});
   }
   if (snap.pods.empty()) {
     out.push_back({.check = "audit.input.incomplete",
                    .severity = Severity::kInfo,
                    .subject = "pods",
-                   .message = live ? std::string("the cluster has no pods: crash loops, device-"
-                                                 "plugin pods and jobs had nothing to check")
-                                   : fmt::format("the snapshot has no Pod objects: crash loops, "
-                                                 "device-plugin pods and jobs were not checked; "
-                                                 "include them: {}",
-                                                 kSnapshotCommand),
+                   .message = fmt::format(
+                       "no Pod objects were read (a snapshot without them: {}): crash loops, "
+                       "device-plugin pods and jobs were not checked",
+                       kSnapshotCommand),
                    .evidence = {{"pods", 0}, {"nodes", snap.nodes.size()}}});
   }
   if (snap.nodes.empty()) return;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "audit/checks.h"
+#include "audit/coverage.h"
 #include "audit/plugin_config.h"
 #include "cli/report_flags.h"
 #include "k8s/api_client.h"
@@ -85,6 +86,11 @@ int RunAudit(const AuditFlags& f) {
   for (const auto& path : f.from) {
     Status st = k8s::LoadFile(path, snapshot);
     if (!st.ok()) return UsageError("--from " + st.message());
+  }
+  if (!f.from.empty()) {
+    if (Status st = audit::CheckSnapshotUsable(snapshot); !st.ok()) {
+      return UsageError("--from: " + st.message());
+    }
   }
   if (f.from.empty()) {
     if (int rc = LoadLive(f, options, snapshot); rc != 0) return rc;

@@ -1,6 +1,8 @@
 // `tocsin audit --from <snapshot>` on the fixture clusters in testdata/clusters.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -187,6 +189,43 @@ TEST(AuditCliTest, BadInputIsAUsageErrorNamingTheProblem) {
   RunResult dp = RunBinary(
       TOCSIN_BINARY, {"audit", "--from", kClusters + "healthy.json", "--device-plugin", "noslash"});
   EXPECT_EQ(dp.exit_code, 2);
+}
+
+// Never "ok" when there was nothing to audit: an empty List, a lone ConfigMap, unrelated or
+// kindless YAML are exit 2 naming what the input held; a pods-only snapshot warns that the
+// node-level checks did not run.
+TEST(AuditCliTest, InputWithNothingToAuditIsNeverOk) {
+  char tmpl[] = "/tmp/tocsin-audit-empty-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  struct Case {
+    std::string file, held;
+  };
+  for (const Case& c :
+       {Case{write("empty.json", R"({"apiVersion":"v1","kind":"List","items":[]})"), "no objects"},
+        Case{write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
+             "1 ConfigMap"},
+        Case{write("unrelated.yaml", "name: my-app\nreplicas: 3\n"), "(no kind)"}}) {
+    SCOPED_TRACE(c.file);
+    RunResult r = RunBinary(TOCSIN_BINARY, {"audit", "--from", c.file});
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.err.find("nothing to audit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.held), std::string::npos) << r.err;
+  }
+  std::string pods = write(
+      "pods.json",
+      R"({"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod",)"
+      R"("metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[]},"status":{}}]})");
+  JsonRun run = RunTocsinJson({"audit", "-o", "json", "--from", pods});
+  EXPECT_EQ(run.exit_code, 0);  // a warning, below the default --fail-on error
+  auto incomplete = FindingsOf(run.report, "audit.input.incomplete");
+  ASSERT_EQ(incomplete.size(), 1u) << run.report.dump(1);
+  EXPECT_EQ(incomplete[0]["severity"], "warning");
+  EXPECT_EQ(incomplete[0]["subject"], "nodes");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
