@@ -121,6 +121,11 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
   size_t merged = 0;  // chunks merged so far
   bool failed = false;
   const size_t ahead = static_cast<size_t>(threads) * 2;  // bounds the unmerged analyzers
+  // The chunks' analyzers alive at once (`ahead` unmerged, one per thread) hold three times the
+  // whole's byte budget at most, however many threads.
+  nccl::Options chunk_options = options;
+  chunk_options.max_bytes =
+      std::max<size_t>(1 << 20, options.max_bytes / static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   for (size_t t = 0; t < std::min<size_t>(static_cast<size_t>(threads), n_chunks); ++t) {
     workers.emplace_back([&] {
@@ -132,7 +137,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
           if (failed || next >= n_chunks) return;
           c = next++;
         }
-        auto a = std::make_unique<nccl::Analyzer>(options);
+        auto a = std::make_unique<nccl::Analyzer>(chunk_options);
         a->BeginInput(name);
         a->DisablePerf();
         LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);

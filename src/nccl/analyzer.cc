@@ -12,26 +12,15 @@ namespace {
 
 constexpr size_t kMaxListItems = 64;
 constexpr size_t kMaxWarnings = 20;
-constexpr size_t kMaxProcesses = 100000;
+constexpr size_t kEntryBytes = 48;  // a list entry's or tree node's own overhead, roughly
 
-template <typename T>
-void PushCapped(std::vector<T>& v, T item, size_t cap = kMaxListItems) {
-  if (v.size() < cap && std::find(v.begin(), v.end(), item) == v.end())
-    v.push_back(std::move(item));
-}
+std::string_view Cut(std::string_view s) { return s.substr(0, kMaxTextBytes); }
 
-// A process that re-creates its communicator logs the same rank again: keep one.
-void AddRank(Process& p, const InitComplete& init) {
-  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const Rank& r) {
-    return r.rank == init.rank && r.nranks == init.nranks && r.comm_id == init.comm_id;
-  });
-  if (!known && p.ranks.size() < kMaxListItems) {
-    p.ranks.push_back({init.rank, init.nranks, init.cuda_dev, std::string(init.comm_id)});
-  }
-}
-
-void AddRank(Process& p, const Rank& r) {
-  AddRank(p, InitComplete{r.rank, r.nranks, r.cuda_dev, {}, r.comm_id});
+// A process's fixed part: the struct, its map node and key, its cache slot, its source and the
+// texts it holds one of (version, network, provider).
+size_t BaseBytes(const Process& p) {
+  return sizeof(Process) + 3 * kEntryBytes + 3 * p.host.size() + p.source.size() +
+         3 * kMaxTextBytes;
 }
 
 inline bool SameText(std::string_view a, std::string_view b) {
@@ -106,27 +95,76 @@ void Analyzer::BeginInput(std::string name) {
   pending_version_.clear();
 }
 
-Process& Analyzer::ProcessFor(std::string_view host, int64_t pid) {
+Process* Analyzer::ProcessFor(std::string_view host, int64_t pid) {
   CacheSlot& slot = cache_[static_cast<uint64_t>(pid) % kCacheSlots];
-  if (slot.process != nullptr && slot.pid == pid && slot.host == host) return *slot.process;
-  Process& p = LookUp(host, pid);
+  if (slot.process != nullptr && slot.pid == pid && slot.host == host) return slot.process;
+  Process* p = LookUp(host, pid);
+  if (p == nullptr) return nullptr;
   slot.pid = pid;
   slot.host.assign(host);
-  slot.process = &p;  // std::map nodes never move
+  slot.process = p;  // std::map nodes never move
   return p;
 }
 
-Process& Analyzer::LookUp(std::string_view host, int64_t pid) {
+Process* Analyzer::LookUp(std::string_view host, int64_t pid) {
+  if (host.size() > kMaxHostBytes) return nullptr;
   auto key = std::make_pair(std::string(host), pid);
   auto it = processes_.find(key);
-  if (it != processes_.end()) return it->second;
-  if (processes_.size() >= kMaxProcesses) return processes_.begin()->second;  // degenerate input
-  Process& p = processes_[key];
-  p.host = key.first;
-  p.pid = pid;
-  p.source = inputs_.empty() ? "" : inputs_.back().name;
-  p.version = pending_version_;
-  return p;
+  if (it != processes_.end()) return &it->second;
+  Process fresh;
+  fresh.host = key.first;
+  fresh.pid = pid;
+  fresh.source = inputs_.empty() ? "" : inputs_.back().name;
+  fresh.version = Cut(pending_version_);
+  fresh.bytes = BaseBytes(fresh);
+  if (processes_.size() >= options_.max_processes || bytes_ + fresh.bytes > options_.max_bytes) {
+    return nullptr;
+  }
+  bytes_ += fresh.bytes;
+  return &processes_.emplace(std::move(key), std::move(fresh)).first->second;
+}
+
+bool Analyzer::Charge(Process& p, size_t n) {
+  if (bytes_ + n > options_.max_bytes) {
+    dropped_lines_++;
+    return false;
+  }
+  bytes_ += n;
+  p.bytes += n;
+  return true;
+}
+
+void Analyzer::PushCapped(Process& p, std::vector<std::string>& v, std::string_view item,
+                          size_t cap) {
+  item = Cut(item);
+  if (v.size() < cap && std::find(v.begin(), v.end(), item) == v.end() &&
+      Charge(p, item.size() + kEntryBytes)) {
+    v.emplace_back(item);
+  }
+}
+
+void Analyzer::AddRank(Process& p, int rank, int nranks, int cuda_dev, std::string_view comm_id) {
+  comm_id = Cut(comm_id);
+  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const Rank& k) {
+    return k.rank == rank && k.nranks == nranks && k.comm_id == comm_id;
+  });
+  if (!known && p.ranks.size() < kMaxListItems &&
+      Charge(p, sizeof(Rank) + comm_id.size() + kEntryBytes)) {
+    p.ranks.push_back({rank, nranks, cuda_dev, std::string(comm_id)});
+  }
+}
+
+void Analyzer::SetEnv(Process& p, std::string_view name, std::string_view value) {
+  name = Cut(name);
+  value = Cut(value);
+  auto it = p.env.find(std::string(name));
+  if (it != p.env.end()) {
+    it->second = value;  // its slot was charged at its first value's largest size
+    return;
+  }
+  if (p.env.size() < kMaxListItems && Charge(p, name.size() + kMaxTextBytes + kEntryBytes)) {
+    p.env.emplace(name, value);
+  }
 }
 
 void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events,
@@ -151,13 +189,18 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
   // Lines of one thread come in bursts: the parser says when this is the memo's process again.
   Process* current = memo_process_;
   if (!parser_.same_header() || current == nullptr) {
-    current = &ProcessFor(parsed->host, parsed->pid);
+    current = ProcessFor(parsed->host, parsed->pid);
     if (parser_.header_memoized()) memo_process_ = current;
+    if (current == nullptr) {  // not kept: a cap was reached
+      dropped_lines_++;
+      return;
+    }
   }
   Process& p = *current;
+  p.lines++;
   if (parsed->kind == LineKind::kWarn) {
     p.warning_count++;
-    PushCapped(p.warnings, std::string(parsed->message), kMaxWarnings);
+    PushCapped(p, p.warnings, parsed->message, kMaxWarnings);
     return;
   }
   info_lines_++;
@@ -175,8 +218,11 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
         auto it = std::find_if(p.net_channels.begin(), p.net_channels.end(),
                                [&](const auto& entry) { return SameText(entry.first, ch->net); });
         if (it == p.net_channels.end()) {
-          if (p.net_channels.size() >= kMaxListItems) return;  // garbage: keep memory bounded
-          it = p.net_channels.emplace(std::string(ch->net), 0).first;
+          std::string_view net = Cut(ch->net);
+          if (p.net_channels.size() >= kMaxListItems || !Charge(p, net.size() + kEntryBytes)) {
+            return;  // garbage: keep memory bounded
+          }
+          it = p.net_channels.emplace(std::string(net), 0).first;
         }
         it->second++;
         if (ch->gdr) p.gdr_channels++;
@@ -191,7 +237,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     }
   }
   if (auto init = ParseInitComplete(msg)) {  // any first byte: told by its end
-    AddRank(p, *init);
+    AddRank(p, init->rank, init->nranks, init->cuda_dev, init->comm_id);
     if (events && !p.follow_reported) {
       p.follow_reported = true;
       events->push_back(FollowEvent(p, "init complete"));
@@ -200,10 +246,11 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
   }
   switch (msg[0]) {
     case 'U':
-      if (auto net = ParseUsingNetwork(msg)) p.network = *net;
+      if (auto net = ParseUsingNetwork(msg)) p.network = Cut(*net);
       return;
     case 'F':
-      if (auto failed = ParsePluginFailure(msg)) PushCapped(p.plugin_failures, *failed);
+      if (auto failed = ParsePluginFailure(msg))
+        PushCapped(p, p.plugin_failures, *failed, kMaxListItems);
       return;
     case 'C':
     case 'N':
@@ -220,10 +267,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
                   static_cast<size_t>(std::to_chars(port, port + sizeof(port), d.port).ptr - port));
       nic_ += '/';
       nic_.append(d.link_layer);
-      if (p.nics.size() < kMaxListItems &&
-          std::find(p.nics.begin(), p.nics.end(), nic_) == p.nics.end()) {
-        p.nics.push_back(nic_);
-      }
+      PushCapped(p, p.nics, nic_, kMaxListItems);
     }
     return;
   }
@@ -232,18 +276,18 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     return;
   }
   if (auto sock = ParseSocketDevices(msg)) {
-    for (auto& d : *sock) PushCapped(p.nics, d);
+    for (auto& d : *sock) PushCapped(p, p.nics, d, kMaxListItems);
     return;
   }
   if (auto prov = ParseOfiProvider(msg)) {
-    p.ofi_provider = *prov;
+    p.ofi_provider = Cut(*prov);
     return;
   }
   if (auto env = ParseEnvSetting(msg)) {
-    if (p.env.size() < kMaxListItems) p.env[env->name] = env->value;
+    SetEnv(p, env->name, env->value);
     return;
   }
-  if (auto v = ParseVersion(msg)) p.version = *v;
+  if (auto v = ParseVersion(msg)) p.version = Cut(*v);
 }
 
 void Analyzer::MergeFrom(Analyzer&& later) {
@@ -259,27 +303,39 @@ void Analyzer::MergeFrom(Analyzer&& later) {
   for (auto& [key, lp] : later.processes_) {
     auto it = processes_.find(key);
     if (it == processes_.end()) {
-      if (lp.version.empty()) lp.version = pending_version_;  // a bare version line before
+      if (lp.version.empty()) lp.version = Cut(pending_version_);  // a bare version line before
+      if (processes_.size() >= options_.max_processes || bytes_ + lp.bytes > options_.max_bytes) {
+        dropped_lines_ += lp.lines;  // not kept: as if its lines had come after the cap
+        continue;
+      }
+      bytes_ += lp.bytes;
       processes_.emplace(key, std::move(lp));
       continue;
     }
     Process& p = it->second;
+    p.lines += lp.lines;
     if (!lp.version.empty()) p.version = lp.version;
     if (!lp.network.empty()) p.network = lp.network;
-    for (auto& n : lp.nics) PushCapped(p.nics, std::move(n));
+    for (auto& n : lp.nics) PushCapped(p, p.nics, n, kMaxListItems);
     p.ib_no_device = p.ib_no_device || lp.ib_no_device;
-    for (auto& f : lp.plugin_failures) PushCapped(p.plugin_failures, std::move(f));
+    for (auto& f : lp.plugin_failures) PushCapped(p, p.plugin_failures, f, kMaxListItems);
     if (!lp.ofi_provider.empty()) p.ofi_provider = lp.ofi_provider;
-    for (const auto& r : lp.ranks) AddRank(p, r);
-    for (const auto& [net, count] : lp.net_channels) p.net_channels[net] += count;
+    for (const auto& r : lp.ranks) AddRank(p, r.rank, r.nranks, r.cuda_dev, r.comm_id);
+    for (const auto& [net, count] : lp.net_channels) {
+      auto nit = p.net_channels.find(net);
+      if (nit != p.net_channels.end()) {
+        nit->second += count;
+      } else if (p.net_channels.size() < kMaxListItems && Charge(p, net.size() + kEntryBytes)) {
+        p.net_channels.emplace(net, count);
+      }
+    }
     p.gdr_channels += lp.gdr_channels;
     p.intra_channels += lp.intra_channels;
-    for (const auto& [k, v] : lp.env) {
-      if (p.env.size() < kMaxListItems || p.env.count(k)) p.env[k] = v;
-    }
-    for (auto& w : lp.warnings) PushCapped(p.warnings, std::move(w), kMaxWarnings);
+    for (const auto& [k, v] : lp.env) SetEnv(p, k, v);
+    for (auto& w : lp.warnings) PushCapped(p, p.warnings, w, kMaxWarnings);
     p.warning_count += lp.warning_count;
   }
+  dropped_lines_ += later.dropped_lines_;
   if (!later.pending_version_.empty()) pending_version_ = later.pending_version_;
   other_lines_ += later.other_lines_;
   info_lines_ += later.info_lines_;

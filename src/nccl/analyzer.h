@@ -16,10 +16,20 @@
 
 namespace tocsin::nccl {
 
+// What one analyzer keeps at most, whatever its input: processes (a real job's size; a log with
+// more is hostile or several jobs) and bytes of what they logged (an estimate of the memory the
+// bookkeeping takes). NCCL lines beyond either are counted (dropped_lines), not analysed.
+constexpr size_t kDefaultMaxProcesses = 4096;
+constexpr size_t kDefaultMaxBytes = 16ull << 20;
+constexpr size_t kMaxHostBytes = 255;  // a DNS name's limit
+constexpr size_t kMaxTextBytes = 128;  // each kept text (NIC, setting, warning, ...) is cut here
+
 struct Options {
   bool expect_rdma = false;         // --expect rdma
   bool expect_gdr = false;          // --expect-gdr
   std::optional<double> min_busbw;  // --min-busbw (GB/s)
+  size_t max_processes = kDefaultMaxProcesses;
+  size_t max_bytes = kDefaultMaxBytes;
 };
 
 // A rank of one communicator, from an "Init COMPLETE" line.
@@ -30,10 +40,10 @@ struct Rank {
   std::string comm_id;  // 2.19+; empty before
 };
 
-// What one NCCL process (host, pid) said about itself. Every list is capped, so memory stays
-// bounded however long the log is.
+// What one NCCL process (host, pid) said about itself. Every list and text is capped, so memory
+// stays bounded however long the log is.
 struct Process {
-  std::string host;
+  std::string host;  // at most kMaxHostBytes (a longer "host" is not a host: the line is dropped)
   int64_t pid = -1;
   std::string source;  // the input it came from
   std::string version;
@@ -51,6 +61,8 @@ struct Process {
   uint64_t warning_count = 0;
   bool follow_reported = false;
   bool follow_net_reported = false;
+  uint64_t lines = 0;  // NCCL lines of this process
+  size_t bytes = 0;    // the analyzer's estimate of this process's memory
 
   uint64_t NetChannelCount() const;
   // The network inter-node traffic used: the busiest NET channel plugin, else "Using network".
@@ -102,9 +114,29 @@ class Analyzer {
   const std::map<std::pair<std::string, int64_t>, Process>& processes() const { return processes_; }
   const std::vector<PerfRun>& perf_runs() const { return perf_.runs(); }
 
+  // The caps may change between inputs (the agent shares one budget among its log files); what
+  // is already kept stays.
+  void SetLimits(size_t max_processes, size_t max_bytes) {
+    options_.max_processes = max_processes;
+    options_.max_bytes = max_bytes;
+  }
+  // NCCL lines not analysed because a cap was reached (their process was not kept, or what they
+  // said did not fit), and nccl-tests rows, runs and devices left out: the result is incomplete.
+  uint64_t dropped_lines() const { return dropped_lines_; }
+  uint64_t dropped_perf() const { return perf_.dropped(); }
+  bool Capped() const { return dropped_lines_ > 0 || perf_.dropped() > 0; }
+  size_t stored_bytes() const { return bytes_; }
+
  private:
-  Process& ProcessFor(std::string_view host, int64_t pid);
-  Process& LookUp(std::string_view host, int64_t pid);
+  // Null when the process is not kept (a cap was reached, or the host is no host name).
+  Process* ProcessFor(std::string_view host, int64_t pid);
+  Process* LookUp(std::string_view host, int64_t pid);
+  // Takes `n` bytes from the budget for `p`, or counts the line as dropped and returns false.
+  bool Charge(Process& p, size_t n);
+  void PushCapped(Process& p, std::vector<std::string>& v, std::string_view item, size_t cap);
+  // A process that re-creates its communicator logs the same rank again: kept once.
+  void AddRank(Process& p, int rank, int nranks, int cuda_dev, std::string_view comm_id);
+  void SetEnv(Process& p, std::string_view name, std::string_view value);
   void HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events);
   void FindingsForTransport(std::vector<Finding>& out) const;
   void FindingsForPerf(std::vector<Finding>& out) const;
@@ -129,6 +161,8 @@ class Analyzer {
   bool perf_enabled_ = true;
   uint64_t other_lines_ = 0;  // non-NCCL lines seen while perf is disabled
   uint64_t info_lines_ = 0;
+  uint64_t dropped_lines_ = 0;
+  size_t bytes_ = 0;  // the sum of the kept processes' `bytes`
 };
 
 nlohmann::json FollowEvent(const Process& p, const std::string& what);

@@ -178,6 +178,22 @@ std::vector<Finding> Analyzer::Findings() const {
                    std::nullopt,
                    {{"inputs", names}}});
   }
+  if (Capped()) {
+    out.push_back({"nccl.log.capped",
+                   Severity::kWarning,
+                   "job",
+                   fmt::format("{} NCCL lines and {} nccl-tests rows or runs were not analysed: "
+                               "more than {} processes or {} MiB of what they logged (a real job "
+                               "logs less); cannot tell about them",
+                               dropped_lines_, perf_.dropped(), options_.max_processes,
+                               options_.max_bytes >> 20),
+                   std::nullopt,
+                   {{"result", "unknown"},
+                    {"dropped_lines", dropped_lines_},
+                    {"dropped_perf", perf_.dropped()},
+                    {"max_processes", options_.max_processes},
+                    {"max_bytes", options_.max_bytes}}});
+  }
   FindingsForTransport(out);
   FindingsForPerf(out);
   return out;
@@ -234,7 +250,8 @@ nlohmann::json Analyzer::Inventory() const {
            {{"processes", processes_.size()},
             {"hosts", hosts.size()},
             {"ranks", nranks},
-            {"transports", transports}}},
+            {"transports", transports},
+            {"dropped_lines", dropped_lines_}}},
           {"processes", procs},
           {"nccl_tests", perf}};
 }

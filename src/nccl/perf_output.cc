@@ -29,6 +29,10 @@ std::optional<PerfHalf> ParseHalf(const std::vector<std::string_view>& t, size_t
   return h;
 }
 
+std::string Capped(std::string_view s) {
+  return std::string(s.substr(0, PerfParser::kMaxTextBytes));
+}
+
 }  // namespace
 
 std::string_view StripLauncherPrefix(std::string_view line) {
@@ -57,6 +61,15 @@ PerfRun& PerfParser::Current() {
   return runs_.back();
 }
 
+void PerfParser::NewRun() {
+  if (runs_.size() < kMaxRuns) {
+    runs_.emplace_back();
+  } else {
+    dropped_++;  // the last run takes what follows (its rows still count against kMaxRows)
+    runs_.back() = PerfRun();
+  }
+}
+
 bool PerfParser::ParseRow(std::string_view line) {
   auto t = SplitWhitespace(line);
   if (has_timestamp_ && t.size() >= 2) t.resize(t.size() - 2);
@@ -71,12 +84,17 @@ bool PerfParser::ParseRow(std::string_view line) {
   PerfRow row;
   row.size = *size;
   row.count = *count;
-  row.type = std::string(t[2]);
-  if (halves >= 4) row.redop = std::string(t[3]);
+  row.type = Capped(t[2]);
+  if (halves >= 4) row.redop = Capped(t[3]);
   row.out_of_place = *oop;
   row.in_place = *ip;
   PerfRun& run = Current();
-  if (run.rows.size() < kMaxRows) run.rows.push_back(std::move(row));
+  if (rows_ < kMaxRows) {
+    rows_++;
+    run.rows.push_back(std::move(row));
+  } else {
+    dropped_++;
+  }
   return true;
 }
 
@@ -89,15 +107,15 @@ void PerfParser::Feed(std::string_view raw) {
   }
   std::string_view body = Trim(line.substr(1));
   if (StartsWith(body, "Collective test starting:")) {
-    runs_.emplace_back();
-    runs_.back().test = std::string(Trim(body.substr(25)));
+    NewRun();
+    runs_.back().test = Capped(Trim(body.substr(25)));
     in_table_ = false;
     return;
   }
   auto tok = SplitWhitespace(body);
   if (tok.size() >= 3 && tok[0] == "size" && tok[1] == "count") {
     // A new column header: a new run unless this one has no rows yet.
-    if (!runs_.empty() && !runs_.back().rows.empty()) runs_.emplace_back();
+    if (!runs_.empty() && !runs_.back().rows.empty()) NewRun();
     Current();
     in_table_ = true;
     has_timestamp_ = body.find("timestamp") != std::string_view::npos;
@@ -124,12 +142,18 @@ void PerfParser::Feed(std::string_view raw) {
     PerfDevice d;
     d.rank = static_cast<int>(ParseInt64(tok[1]).value_or(-1));
     for (size_t i = 2; i + 1 < tok.size(); ++i) {
-      if (tok[i] == "on") d.host = std::string(tok[i + 1]);
+      if (tok[i] == "on") d.host = Capped(tok[i + 1]);
       if (tok[i] == "device") d.device = static_cast<int>(ParseInt64(tok[i + 1]).value_or(-1));
     }
     size_t close = body.find(']');
-    if (close != std::string_view::npos) d.name = std::string(Trim(body.substr(close + 1)));
-    if (d.rank >= 0 && Current().devices.size() < 4096) Current().devices.push_back(d);
+    if (close != std::string_view::npos) d.name = Capped(Trim(body.substr(close + 1)));
+    if (d.rank < 0) return;
+    if (devices_ < kMaxDevices) {
+      devices_++;
+      Current().devices.push_back(std::move(d));
+    } else {
+      dropped_++;
+    }
   }
 }
 
