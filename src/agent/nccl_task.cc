@@ -60,8 +60,7 @@ bool SplitPodDir(const std::string& dir, LogFile& f) {
 // Reads what is new in `path` (on the host, under `root`) into the file's analyzer, which keeps
 // at most `max_bytes` of what the processes logged.
 Status ReadNew(const std::string& host_path, LogFile& f, uint64_t budget, size_t max_bytes) {
-  int fd = ::open(host_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IoError(host_path + ": cannot open");
+  TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(host_path));  // a FIFO cannot block the task
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);

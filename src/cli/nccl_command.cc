@@ -16,6 +16,7 @@
 #include "nccl/analyzer.h"
 #include "nccl/log_line.h"
 #include "nccl/render.h"
+#include "sys/env.h"
 #include "sys/line_reader.h"
 
 namespace tocsin::cli {
@@ -201,17 +202,17 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
       fds.push_back(STDIN_FILENO);
       continue;
     }
-    int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-      std::string why = fd < 0 ? std::strerror(errno) : "is a directory";
+    // Never blocks (a FIFO without a writer would); a pipe goes to stdin: `... | tocsin nccl -`.
+    auto fd = OpenRegularFile(name);
+    if (!fd.ok()) {
       for (int open_fd : fds) {
         if (open_fd != STDIN_FILENO) ::close(open_fd);
       }
-      if (fd >= 0) ::close(fd);
-      return UsageError(name + ": " + why);
+      struct stat st;
+      bool fifo = ::stat(name.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+      return UsageError(fd.status().message() + (fifo ? "; pipe it to stdin (-)" : ""));
     }
-    fds.push_back(fd);
+    fds.push_back(*fd);
   }
   nccl::Analyzer analyzer(options);
   bool json = f.report.output == "json";
