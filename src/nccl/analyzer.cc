@@ -111,15 +111,14 @@ Process* Analyzer::LookUp(std::string_view host, int64_t pid) {
   auto key = std::make_pair(std::string(host), pid);
   auto it = processes_.find(key);
   if (it != processes_.end()) return &it->second;
+  if (processes_.size() >= options_.max_processes) return nullptr;
   Process fresh;
   fresh.host = key.first;
   fresh.pid = pid;
   fresh.source = inputs_.empty() ? "" : inputs_.back().name;
   fresh.version = Cut(pending_version_);
   fresh.bytes = BaseBytes(fresh);
-  if (processes_.size() >= options_.max_processes || bytes_ + fresh.bytes > options_.max_bytes) {
-    return nullptr;
-  }
+  if (bytes_ + fresh.bytes > options_.max_bytes) return nullptr;
   bytes_ += fresh.bytes;
   return &processes_.emplace(std::move(key), std::move(fresh)).first->second;
 }
