@@ -96,6 +96,7 @@ void Analyzer::BeginInput(std::string name) {
 }
 
 Process* Analyzer::ProcessFor(std::string_view host, int64_t pid) {
+  if (cache_.empty()) cache_.resize(kCacheSlots);
   CacheSlot& slot = cache_[static_cast<uint64_t>(pid) % kCacheSlots];
   if (slot.process != nullptr && slot.pid == pid && slot.host == host) return slot.process;
   Process* p = LookUp(host, pid);

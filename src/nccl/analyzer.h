@@ -153,7 +153,9 @@ class Analyzer {
   LineParser parser_;
   std::string nic_;                  // HandleInfo's scratch for a NIC's name
   Process* memo_process_ = nullptr;  // the process of the header in parser_'s memo
-  std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(kCacheSlots);
+  // kCacheSlots (48 KiB), allocated with the first process: the agent keeps an analyzer per pod
+  // log file, and most pods are not NCCL jobs.
+  std::vector<CacheSlot> cache_;
   std::vector<InputStats> inputs_;
   std::map<std::pair<std::string, int64_t>, Process> processes_;
   std::string pending_version_;  // a bare "NCCL version" line before the first process line
