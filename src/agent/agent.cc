@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <future>
 #include <iostream>
+#include <thread>
 
 #include "agent/collector.h"
 #include "agent/nccl_task.h"
@@ -35,18 +37,31 @@ Agent::Agent(AgentOptions options)
 Agent::~Agent() { Shutdown(); }
 
 Status Agent::Discover() {
-  // What this node has (sysfs and the mount table only: nothing here can hang on a mount).
-  auto env = NewRootedEnv(options_.root);
-  rdma::Scan rdma = rdma::ScanDevices(*env);
-  gpu::Scan gpus = gpu::ScanGpus(*env);
-  storage::Scan storage = storage::ScanStorage(*env);
-  size_t ports = 0, shared = 0;
-  for (const auto& d : rdma.devices) ports += d.ports.size();
-  for (const auto& m : storage.mounts.mounts) shared += storage::IsSharedMount(m);
-  Log("discover: root " + options_.root + ": " + std::to_string(rdma.devices.size()) +
-      " RDMA devices (" + std::to_string(ports) + " ports), " + std::to_string(gpus.gpus.size()) +
-      " GPUs, " + std::to_string(shared) + " shared mounts, " +
-      std::to_string(storage.lustre_devices.size()) + " Lustre imports");
+  // What this node has (sysfs and the mount table only), for the log. A wedged driver's sysfs
+  // file can still block a read in the kernel: like a task, the scan has a deadline, and a
+  // scan that outlives it is abandoned (the tasks' own deadlines then report it).
+  auto summary = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> found = summary->get_future();
+  std::thread([root = options_.root, summary] {
+    auto env = NewRootedEnv(root);
+    rdma::Scan rdma = rdma::ScanDevices(*env);
+    gpu::Scan gpus = gpu::ScanGpus(*env);
+    storage::Scan storage = storage::ScanStorage(*env);
+    size_t ports = 0, shared = 0;
+    for (const auto& d : rdma.devices) ports += d.ports.size();
+    for (const auto& m : storage.mounts.mounts) shared += storage::IsSharedMount(m);
+    summary->set_value(std::to_string(rdma.devices.size()) + " RDMA devices (" +
+                       std::to_string(ports) + " ports), " + std::to_string(gpus.gpus.size()) +
+                       " GPUs, " + std::to_string(shared) + " shared mounts, " +
+                       std::to_string(storage.lustre_devices.size()) + " Lustre imports");
+  }).detach();
+  if (found.wait_for(options_.discover_timeout) == std::future_status::ready) {
+    Log("discover: root " + options_.root + ": " + found.get());
+  } else {
+    Log("discover: root " + options_.root + ": no answer within " +
+        std::to_string(options_.discover_timeout.count()) +
+        " ms (a hung driver or sysfs file?); serving anyway, the tasks will say what is stuck");
+  }
 
   auto schedule = [&](const std::string& name) { return options_.schedules.at(name); };
   auto add = [&](TaskSpec t, const std::string& kind) {

@@ -40,6 +40,7 @@ struct AgentOptions {
   std::string self_exe;  // for the storage probe's child process
   ConditionOptions conditions;
   std::chrono::milliseconds reconcile{10000};  // conditions evaluated (and written) this often
+  std::chrono::milliseconds discover_timeout{10000};  // Discover's scan of the node, at most
   // Kubernetes: off with --no-kube.
   bool kube = true;
   k8s::KubeconfigOptions kubeconfig;

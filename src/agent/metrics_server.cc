@@ -15,7 +15,14 @@
 namespace tocsin::agent {
 namespace {
 
-constexpr const char* kServerThreads = "4";  // scrapers are few: a Prometheus pair, probes
+// A civetweb worker serves one connection at a time, for as long as it is open: with 4 workers
+// and a 10 s request timeout, six idle connections (anyone who can reach the port) held /healthz
+// down past the liveness probe's timeout. Enough workers for scrapers and probes with room to
+// spare (a thread costs little), a header that must arrive within 2 s and keep-alive connections
+// closed after 5 s idle (Prometheus scrapes every 15 s or more: it reconnects anyway).
+constexpr const char* kServerThreads = "16";
+constexpr const char* kRequestTimeoutMs = "2000";
+constexpr const char* kKeepAliveTimeoutMs = "5000";
 
 // One complete response: status, type, Content-Length, body (keep-alive friendly).
 void Respond(mg_connection* conn, int status, const char* type, const std::string& body) {
@@ -107,9 +114,9 @@ Status MetricsServer::Start(const std::string& host, int port) {
                            "tcp_nodelay",
                            "1",
                            "request_timeout_ms",
-                           "10000",
+                           kRequestTimeoutMs,
                            "keep_alive_timeout_ms",
-                           "30000",
+                           kKeepAliveTimeoutMs,
                            nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = QuietLog;

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <prometheus/gauge.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <vector>
 
 #include "sys/subprocess.h"
 
@@ -50,6 +54,52 @@ TEST(MetricsServerTest, PromtoolAcceptsTheExposition) {
   std::remove(path.c_str());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+}
+
+// Connections to the server that never send a request (or stop half-way through one).
+std::vector<int> IdleConnections(int port, int n, const std::string& partial = "") {
+  std::vector<int> fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    if (!partial.empty()) {
+      EXPECT_GT(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL), 0);
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// Issue 13: six idle connections held /healthz down for 10 s (4 workers, each kept by a
+// connection until its request timeout): liveness probes failed and the pod restarted. With
+// connections held idle, silent or slow, /healthz still answers within a probe's timeout.
+TEST(MetricsServerTest, IdleConnectionsDoNotHoldHealthzDown) {
+  MetricsServer server(std::make_shared<prometheus::Registry>());
+  ASSERT_TRUE(server.Start("127.0.0.1", 0).ok());
+  std::vector<int> idle = IdleConnections(server.port(), 8);
+  std::vector<int> slow = IdleConnections(server.port(), 4, "GET /metrics HTTP/1.1\r\nHost: x");
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(5, 0);
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health) << "no answer within 5 s";
+  EXPECT_EQ(health->status, 200);
+
+  // More idle connections than workers: each is dropped after the 2 s header timeout, so /healthz
+  // waits for one round of them at most (10 s before: a request timeout per round of 4).
+  std::vector<int> more = IdleConnections(server.port(), 16);
+  httplib::Client later("127.0.0.1", server.port());
+  later.set_read_timeout(8, 0);
+  auto again = later.Get("/healthz");
+  ASSERT_TRUE(again) << "no answer within 8 s";
+  EXPECT_EQ(again->status, 200);
+  for (const auto* fds : {&idle, &slow, &more}) {
+    for (int fd : *fds) ::close(fd);
+  }
+  server.Stop();
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #include "agent/nccl_task.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,13 @@ namespace {
 
 constexpr const char* kPodLogs = "/var/log/pods";
 constexpr size_t kChunk = 1 << 20;
+// A pod's log is the pod's to write: what the task keeps of all of them is capped (the DaemonSet's
+// memory limit is 128 Mi). Per file: a real job's processes (a launcher's log holds every rank's
+// lines) and 4 MiB of what they logged; 16 MiB over all files; 1,024 process series.
+constexpr size_t kFileMaxProcesses = nccl::kDefaultMaxProcesses;
+constexpr size_t kFileMaxBytes = 4 << 20;
+constexpr size_t kTotalMaxBytes = 16 << 20;
+constexpr size_t kMaxProcessSeries = 1024;
 
 // The checks a pod's log can fail (nccl.log.no-debug is left out: most pods are not NCCL jobs).
 const std::set<std::string> kChecks = {"nccl.transport.socket", "nccl.transport.mixed",
@@ -48,10 +57,10 @@ bool SplitPodDir(const std::string& dir, LogFile& f) {
   return true;
 }
 
-// Reads what is new in `path` (on the host, under `root`) into the file's analyzer.
-Status ReadNew(const std::string& host_path, LogFile& f, uint64_t budget) {
-  int fd = ::open(host_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IoError(host_path + ": cannot open");
+// Reads what is new in `path` (on the host, under `root`) into the file's analyzer, which keeps
+// at most `max_bytes` of what the processes logged.
+Status ReadNew(const std::string& host_path, LogFile& f, uint64_t budget, size_t max_bytes) {
+  TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(host_path));  // a FIFO cannot block the task
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
@@ -67,6 +76,7 @@ Status ReadNew(const std::string& host_path, LogFile& f, uint64_t budget) {
     f.analyzer = std::make_unique<nccl::Analyzer>(o);
     f.analyzer->BeginInput(f.ns + "/" + f.pod + "/" + f.container);
   }
+  f.analyzer->SetLimits(kFileMaxProcesses, max_bytes);
   std::string buf(kChunk, '\0');
   uint64_t read_now = 0;
   while (read_now < budget) {
@@ -124,6 +134,8 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
       return pods.status();
     }
     std::set<std::string> seen;
+    size_t kept = 0;  // bytes the files' analyzers hold
+    for (const auto& [path, f] : state->files) kept += f.analyzer ? f.analyzer->stored_bytes() : 0;
     for (const auto& pod_dir : *pods) {
       LogFile id;
       if (!SplitPodDir(pod_dir, id)) continue;
@@ -150,7 +162,12 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
             f.inode = 0;  // re-read with the new expectation
           }
           std::string host_path = root == "/" ? *real : root + *real;
-          if (Status st = ReadNew(host_path, f, max_bytes_per_run); !st.ok()) continue;
+          size_t mine = f.analyzer ? f.analyzer->stored_bytes() : 0;
+          kept -= mine;
+          size_t room = kTotalMaxBytes > kept ? kTotalMaxBytes - kept : 0;
+          Status st = ReadNew(host_path, f, max_bytes_per_run, std::min(kFileMaxBytes, room));
+          kept += f.analyzer ? f.analyzer->stored_bytes() : 0;
+          if (!st.ok()) continue;
         }
       }
     }
@@ -158,10 +175,30 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
       it = seen.count(it->first) ? std::next(it) : state->files.erase(it);  // pod gone
     }
     Families fam;
+    uint64_t dropped_lines = 0, dropped_series = 0;
+    size_t series = 0;
     for (const auto& [path, f] : state->files) {
-      if (!f.analyzer || f.analyzer->processes().empty()) continue;
+      if (!f.analyzer) continue;
+      std::string subject = f.ns + "/" + f.pod;
+      if (f.analyzer->Capped()) {
+        // What was left out may hold the fallback: the checks cannot say ok for this pod.
+        dropped_lines += f.analyzer->dropped_lines();
+        Status why = Status::Unavailable(fmt::format(
+            "{} NCCL lines of this log were not analysed (more than {} processes or {} MiB of "
+            "what they logged)",
+            f.analyzer->dropped_lines(), kFileMaxProcesses, kFileMaxBytes >> 20));
+        for (const auto& check : kChecks) {
+          out.findings.push_back(UnknownFinding(check, subject, path, why));
+        }
+      }
+      if (f.analyzer->processes().empty()) continue;
       Labels pod = {{"namespace", f.ns}, {"pod", f.pod}, {"container", f.container}};
       for (const auto& [key, p] : f.analyzer->processes()) {
+        if (series >= kMaxProcessSeries) {
+          dropped_series++;
+          continue;
+        }
+        series++;
         Labels l = pod;
         l.push_back({"host", p.host});
         l.push_back({"pid", p.pid >= 0 ? std::to_string(p.pid) : ""});  // "": not logged
@@ -175,7 +212,7 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
       }
       for (Finding finding : f.analyzer->Findings()) {
         if (!kChecks.count(finding.check)) continue;
-        finding.subject = f.ns + "/" + f.pod + ": " + finding.subject;
+        finding.subject = subject + ": " + finding.subject;
         finding.evidence["namespace"] = f.ns;
         finding.evidence["pod"] = f.pod;
         finding.evidence["container"] = f.container;
@@ -185,6 +222,13 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
     fam.Family("tocsin_nccl_log_files", "Pod log files the nccl task follows on this node.",
                prometheus::MetricType::Gauge)
         .Add({}, static_cast<double>(state->files.size()));
+    fam.Family("tocsin_nccl_dropped",
+               "What the nccl task left out at its caps: `lines`, NCCL lines of the followed logs "
+               "not analysed (their checks are unknown); `series`, tocsin_nccl_process_info "
+               "series not exported.",
+               prometheus::MetricType::Gauge)
+        .Add({{"what", "lines"}}, static_cast<double>(dropped_lines))
+        .Add({{"what", "series"}}, static_cast<double>(dropped_series));
     out.families = fam.Take();
     return out;
   };

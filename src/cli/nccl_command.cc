@@ -16,6 +16,7 @@
 #include "nccl/analyzer.h"
 #include "nccl/log_line.h"
 #include "nccl/render.h"
+#include "sys/env.h"
 #include "sys/line_reader.h"
 
 namespace tocsin::cli {
@@ -122,6 +123,11 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
   size_t merged = 0;  // chunks merged so far
   bool failed = false;
   const size_t ahead = static_cast<size_t>(threads) * 2;  // bounds the unmerged analyzers
+  // The chunks' analyzers alive at once (`ahead` unmerged, one per thread) hold three times the
+  // whole's byte budget at most, however many threads.
+  nccl::Options chunk_options = options;
+  chunk_options.max_bytes =
+      std::max<size_t>(1 << 20, options.max_bytes / static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   for (size_t t = 0; t < std::min<size_t>(static_cast<size_t>(threads), n_chunks); ++t) {
     workers.emplace_back([&] {
@@ -133,7 +139,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
           if (failed || next >= n_chunks) return;
           c = next++;
         }
-        auto a = std::make_unique<nccl::Analyzer>(options);
+        auto a = std::make_unique<nccl::Analyzer>(chunk_options);
         a->BeginInput(name);
         a->DisablePerf();
         LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);
@@ -197,17 +203,17 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
       fds.push_back(STDIN_FILENO);
       continue;
     }
-    int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-      std::string why = fd < 0 ? std::strerror(errno) : "is a directory";
+    // Never blocks (a FIFO without a writer would); a pipe goes to stdin: `... | tocsin nccl -`.
+    auto fd = OpenRegularFile(name);
+    if (!fd.ok()) {
       for (int open_fd : fds) {
         if (open_fd != STDIN_FILENO) ::close(open_fd);
       }
-      if (fd >= 0) ::close(fd);
-      return UsageError(name + ": " + why);
+      struct stat st;
+      bool fifo = ::stat(name.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+      return UsageError(fd.status().message() + (fifo ? "; pipe it to stdin (-)" : ""));
     }
-    fds.push_back(fd);
+    fds.push_back(*fd);
   }
   nccl::Analyzer analyzer(options);
   bool json = f.report.output == "json";

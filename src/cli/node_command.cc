@@ -2,13 +2,12 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "cli/node_flags.h"
 #include "cli/report_flags.h"
 #include "node/node.h"
+#include "sys/env.h"
 
 namespace tocsin::cli {
 namespace {
@@ -27,11 +26,9 @@ int RunNode(CLI::App* cmd, const NodeCommandFlags& f) {
   }
   node::Options options;
   if (!f.profile.empty()) {
-    std::ifstream in(f.profile);
-    if (!in) return UsageError("--profile " + f.profile + ": cannot read the file");
-    std::stringstream text;
-    text << in.rdbuf();
-    auto parsed = node::ParseProfile(text.str(), f.profile);
+    auto text = ReadRegularFile(f.profile);
+    if (!text.ok()) return UsageError("--profile " + text.status().message());
+    auto parsed = node::ParseProfile(*text, f.profile);
     if (!parsed.ok()) return UsageError("--profile " + parsed.status().message());
     options.expect = *parsed;
   }

@@ -2,10 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
+
+#include "sys/env.h"
 
 namespace tocsin::cli {
 namespace {
@@ -59,11 +59,9 @@ Result<ConfigItems> ParseYamlConfig(std::string_view text, const std::string& fi
 }
 
 Status ApplyYamlConfig(CLI::App* cmd, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::InvalidArgument("--config " + path + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto items = ParseYamlConfig(text.str(), path);
+  auto text = ReadRegularFile(path);
+  if (!text.ok()) return Status::InvalidArgument("--config " + text.status().message());
+  auto items = ParseYamlConfig(*text, path);
   if (!items.ok()) return items.status().WithPrefix("--config");
   for (const auto& [name, inputs] : *items) {
     CLI::Option* opt = cmd->get_option_no_throw("--" + name);

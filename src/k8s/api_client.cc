@@ -1,14 +1,13 @@
 #include "k8s/api_client.h"
 
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "base/strings.h"
 #include "k8s/curl_api.h"
+#include "sys/env.h"
 #include "tocsin/version.h"
 
 namespace tocsin::k8s {
@@ -147,12 +146,7 @@ Status ApiClient::RefreshCredential(bool force) {
   cert_pem_ = access_.client_cert_pem;
   key_pem_ = access_.client_key_pem;
   if (!access_.token_file.empty()) {
-    std::ifstream in(access_.token_file);
-    if (!in)
-      return Status::NotFound(access_.origin + ": cannot read token file " + access_.token_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    token_ = std::string(Trim(ss.str()));
+    if (Status st = ReadTokenFile(); !st.ok()) return st;
   }
   if (access_.exec) {
     std::optional<ExecCredential>& cached = exec_cred_;  // one plugin run per expiry
@@ -178,6 +172,14 @@ Status ApiClient::RefreshCredential(bool force) {
       return Status::Internal("libcurl cannot take a client certificate blob");
     }
   }
+  return Status::Ok();
+}
+
+Status ApiClient::ReadTokenFile() {
+  token_read_at_ = std::chrono::steady_clock::now();
+  auto text = ReadRegularFile(access_.token_file, 1 << 20);
+  if (!text.ok()) return text.status().WithPrefix(access_.origin + ": token file");
+  token_ = std::string(Trim(*text));
   return Status::Ok();
 }
 
@@ -250,12 +252,18 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
         *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
       if (Status st = RefreshCredential(false); !st.ok()) return st;
     }
+    if (!access_.token_file.empty() &&
+        std::chrono::steady_clock::now() - *token_read_at_ >= options_.token_reread) {
+      (void)ReadTokenFile();  // rotated meanwhile, or gone for a moment: the old token is kept
+    }
     auto r = Exchange(method, path, body, content_type);
     last_status_ = r.ok() ? r->status : 0;
     std::string where = method + " " + access_.server + path;
     if (r.ok() && r->status >= 200 && r->status < 300) return std::move(r->body);
-    if (r.ok() && r->status == 401 && access_.exec && !reauthenticated) {
-      // The plugin's credential may have been revoked early: ask it again, once.
+    if (r.ok() && r->status == 401 && !reauthenticated &&
+        (access_.exec || !access_.token_file.empty())) {
+      // The plugin's credential may have been revoked early, the token file rotated: ask the
+      // plugin again or read the file again, once.
       reauthenticated = true;
       if (Status st = RefreshCredential(true); !st.ok()) return st;
       --attempt;

@@ -21,6 +21,9 @@ struct ClientOptions {
   std::chrono::milliseconds max_backoff{4000};
   int64_t page_size = 500;  // `limit` of each list request, as kubectl
   size_t max_body = 1ull << 30;
+  // A token file (tokenFile, the in-cluster projected token) is read again when its last read is
+  // this old, and at once on a 401, as client-go does: the kubelet rotates it about hourly.
+  std::chrono::milliseconds token_reread{60000};
 };
 
 // An HTTP response: status and body.
@@ -60,6 +63,8 @@ class ApiClient {
  private:
   ApiClient(ClusterAccess access, ClientOptions options);
   Status RefreshCredential(bool force);
+  // token_ from access_.token_file (a failed read keeps the token there was, as client-go).
+  Status ReadTokenFile();
   // One attempt, no retries.
   Result<HttpResponse> Exchange(const std::string& method, const std::string& path,
                                 const std::string& body, const std::string& content_type);
@@ -75,6 +80,7 @@ class ApiClient {
   std::string host_header_;     // "Host: <server authority>", or empty
   void* connect_to_ = nullptr;  // curl_slist*
   std::string token_;
+  std::optional<std::chrono::steady_clock::time_point> token_read_at_;
   std::string cert_pem_, key_pem_;
   std::optional<TimePoint> cred_expires_;
   std::optional<ExecCredential> exec_cred_;

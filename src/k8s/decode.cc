@@ -1,10 +1,13 @@
 #include "k8s/decode.h"
 
 #include <simdjson.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -13,6 +16,7 @@
 
 #include "base/strings.h"
 #include "k8s/json_fields.h"
+#include "sys/env.h"
 
 namespace tocsin::k8s {
 
@@ -230,10 +234,26 @@ Status LoadFile(const std::string& path, Snapshot& out) {
     s << std::cin.rdbuf();
     text = simdjson::padded_string(s.str());
   } else {
-    // Straight into simdjson's padded buffer: the document is in memory once.
-    if (auto e = simdjson::padded_string::load(path).get(text)) {
-      return Status::NotFound(path + ": cannot read (" + simdjson::error_message(e) + ")");
+    // Straight into simdjson's padded buffer: the document is in memory once. Never blocks on a
+    // FIFO: only a regular file is read.
+    TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
+    struct stat st {};
+    size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+    text = simdjson::padded_string(size);
+    size_t got = 0;
+    while (got < size) {
+      ssize_t n = ::read(fd, text.data() + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int err = errno;
+        ::close(fd);
+        return Status::IoError(path + ": " + std::strerror(err));
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
     }
+    ::close(fd);
+    if (got < size) text = simdjson::padded_string(text.data(), got);  // it shrank meanwhile
   }
   std::string_view t = Trim(std::string_view(text.data(), text.size()));
   if (t.empty()) return Status::ParseError(path + ": empty input");

@@ -4,10 +4,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "base/strings.h"
+#include "sys/env.h"
 
 namespace tocsin::k8s {
 namespace {
@@ -17,11 +17,9 @@ namespace fs = std::filesystem;
 constexpr const char* kInClusterDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 Result<std::string> ReadWholeFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(what + ": cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = ReadRegularFile(path);
+  if (!text.ok()) return text.status().WithPrefix(what);
+  return text;
 }
 
 std::string ResolveRelative(const std::string& path, const std::string& kubeconfig) {

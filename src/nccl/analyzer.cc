@@ -13,27 +13,19 @@ namespace {
 
 constexpr size_t kMaxListItems = 64;
 constexpr size_t kMaxWarnings = 20;
-constexpr size_t kMaxProcesses = 100000;
+constexpr size_t kEntryBytes = 48;  // a list entry's or tree node's own overhead, roughly
 
-template <typename T>
-void PushCapped(std::vector<T>& v, T item, size_t cap = kMaxListItems) {
-  if (v.size() < cap && std::find(v.begin(), v.end(), item) == v.end())
-    v.push_back(std::move(item));
+std::string_view Cut(std::string_view s) { return s.substr(0, kMaxTextBytes); }
+
+// A process's fixed part: the struct, its map node and key, its cache slot, its source and the
+// texts it holds one of (version, network, provider).
+size_t BaseBytes(const Process& p, const std::string& key_host) {
+  return sizeof(Process) + 3 * kEntryBytes + 2 * p.host.size() + key_host.size() + p.source.size() +
+         3 * kMaxTextBytes;
 }
 
-// A process that re-creates its communicator logs the same rank again: keep one.
-void AddRank(Process& p, const InitComplete& init) {
-  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const Rank& r) {
-    return r.rank == init.rank && r.nranks == init.nranks && r.comm_id == init.comm_id;
-  });
-  if (!known && p.ranks.size() < kMaxListItems) {
-    p.ranks.push_back({init.rank, init.nranks, init.cuda_dev, std::string(init.comm_id)});
-  }
-}
-
-void AddRank(Process& p, const Rank& r) {
-  AddRank(p, InitComplete{r.rank, r.nranks, r.cuda_dev, {}, r.comm_id});
-}
+// What keeping a WARN text takes.
+size_t WarningBytes(std::string_view text) { return sizeof(Warning) + text.size() + kEntryBytes; }
 
 inline bool SameText(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -45,9 +37,10 @@ inline bool SameText(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-void Warnings::Add(std::string_view text) {
+void Warnings::Add(std::string_view text, const Budget& budget) {
   count++;
   WarnKind kind = ClassifyWarn(text);
+  text = Cut(text);
   switch (kind) {
     case WarnKind::kBenign:
       benign++;
@@ -65,7 +58,9 @@ void Warnings::Add(std::string_view text) {
       return;
     }
   }
-  if (kept.size() < kMaxWarnings) kept.push_back({std::string(text), kind, false});
+  if (kept.size() < kMaxWarnings && budget(WarningBytes(text))) {
+    kept.push_back({std::string(text), kind, false});
+  }
 }
 
 void Warnings::InitComplete() {
@@ -75,7 +70,7 @@ void Warnings::InitComplete() {
   for (auto& w : kept) w.init_complete_after = true;
 }
 
-void Warnings::MergeLater(Warnings&& later) {
+void Warnings::MergeLater(Warnings&& later, const Budget& budget) {
   if (later.inits > 0) {  // an Init COMPLETE among the later lines follows all of these
     resolved += pending;
     pending = 0;
@@ -88,11 +83,11 @@ void Warnings::MergeLater(Warnings&& later) {
   pending += later.pending;
   inits += later.inits;
   for (auto& lw : later.kept) {
-    auto it = std::find_if(kept.begin(), kept.end(),
-                           [&](const Warning& w) { return w.text == lw.text; });
+    auto it =
+        std::find_if(kept.begin(), kept.end(), [&](const Warning& w) { return w.text == lw.text; });
     if (it != kept.end()) {
       it->init_complete_after = lw.init_complete_after;
-    } else if (kept.size() < kMaxWarnings) {
+    } else if (kept.size() < kMaxWarnings && budget(WarningBytes(lw.text))) {
       kept.push_back(std::move(lw));
     }
   }
@@ -162,49 +157,109 @@ void Analyzer::BeginInput(std::string name) {
   pending_version_.clear();
 }
 
-Process& Analyzer::ProcessFor(std::string_view host, int64_t pid) {
+Process* Analyzer::ProcessFor(std::string_view host, int64_t pid) {
+  if (cache_.empty()) cache_.resize(kCacheSlots);
   CacheSlot& slot = cache_[static_cast<uint64_t>(pid) % kCacheSlots];
-  if (slot.process != nullptr && slot.pid == pid && slot.host == host) return *slot.process;
-  Process& p = LookUp(host, pid);
+  if (slot.process != nullptr && slot.pid == pid && slot.host == host) return slot.process;
+  Process* p = LookUp(host, pid);
+  if (p == nullptr) return nullptr;
   slot.pid = pid;
   slot.host.assign(host);
-  slot.process = &p;  // std::map nodes never move
+  slot.process = p;  // std::map nodes never move
   return p;
 }
 
-Process& Analyzer::LookUp(std::string_view host, int64_t pid) {
+Process* Analyzer::LookUp(std::string_view host, int64_t pid) {
+  if (host.size() > kMaxHostBytes) return nullptr;
   auto key = std::make_pair(std::string(host), pid);
   auto it = processes_.find(key);
-  if (it != processes_.end()) return it->second;
-  if (processes_.size() >= kMaxProcesses) return processes_.begin()->second;  // degenerate input
-  Process& p = processes_[key];
-  p.host = key.first;
-  p.pid = pid;
-  p.source = inputs_.empty() ? "" : inputs_.back().name;
-  return p;
+  if (it != processes_.end()) return &it->second;
+  Process fresh;
+  fresh.host = key.first;
+  fresh.pid = pid;
+  fresh.source = inputs_.empty() ? "" : inputs_.back().name;
+  return Admit(std::move(key), std::move(fresh));
+}
+
+Process* Analyzer::Admit(std::pair<std::string, int64_t> key, Process fresh) {
+  if (processes_.size() >= options_.max_processes) return nullptr;
+  fresh.bytes = BaseBytes(fresh, key.first);
+  if (bytes_ + fresh.bytes > options_.max_bytes) return nullptr;
+  bytes_ += fresh.bytes;
+  return &processes_.emplace(std::move(key), std::move(fresh)).first->second;
+}
+
+bool Analyzer::Charge(size_t n) {
+  if (bytes_ + n > options_.max_bytes) {
+    dropped_lines_++;
+    return false;
+  }
+  bytes_ += n;
+  return true;
+}
+
+bool Analyzer::Charge(Process& p, size_t n) {
+  if (!Charge(n)) return false;
+  p.bytes += n;
+  return true;
+}
+
+void Analyzer::PushCapped(Process& p, std::vector<std::string>& v, std::string_view item,
+                          size_t cap) {
+  item = Cut(item);
+  if (v.size() < cap && std::find(v.begin(), v.end(), item) == v.end() &&
+      Charge(p, item.size() + kEntryBytes)) {
+    v.emplace_back(item);
+  }
+}
+
+void Analyzer::AddRank(Process& p, int rank, int nranks, int cuda_dev, std::string_view comm_id) {
+  comm_id = Cut(comm_id);
+  bool known = std::any_of(p.ranks.begin(), p.ranks.end(), [&](const Rank& k) {
+    return k.rank == rank && k.nranks == nranks && k.comm_id == comm_id;
+  });
+  if (!known && p.ranks.size() < kMaxListItems &&
+      Charge(p, sizeof(Rank) + comm_id.size() + kEntryBytes)) {
+    p.ranks.push_back({rank, nranks, cuda_dev, std::string(comm_id)});
+  }
+}
+
+void Analyzer::SetEnv(Process& p, std::string_view name, std::string_view value) {
+  name = Cut(name);
+  value = Cut(value);
+  auto it = p.env.find(std::string(name));
+  if (it != p.env.end()) {
+    it->second = value;  // its slot was charged at its first value's largest size
+    return;
+  }
+  if (p.env.size() < kMaxListItems && Charge(p, name.size() + kMaxTextBytes + kEntryBytes)) {
+    p.env.emplace(name, value);
+  }
 }
 
 // Keyed apart from every full header: a negative pid that orders by device, and for lines
 // without a host the input's name behind a byte no host name holds (the same device in two
-// inputs is two processes).
-Process& Analyzer::PartialProcess(std::string_view host, int cuda_dev) {
+// inputs is two processes). Admitted under the same caps as a full header's process: null when
+// not kept.
+Process* Analyzer::PartialProcess(std::string_view host, int cuda_dev) {
+  if (host.size() > kMaxHostBytes) return nullptr;
   std::string key_host = host.empty() ? "\x1f" + inputs_.back().name : std::string(host);
   int64_t key_pid = std::numeric_limits<int64_t>::min() + cuda_dev;
-  auto it = processes_.find(std::make_pair(key_host, key_pid));
-  if (it != processes_.end()) return it->second;
-  if (processes_.size() >= kMaxProcesses) return processes_.begin()->second;
-  Process& p = processes_[std::make_pair(std::move(key_host), key_pid)];
-  p.host = std::string(host);
-  p.cuda_dev = cuda_dev;
-  p.source = inputs_.back().name;
-  return p;
+  auto key = std::make_pair(std::move(key_host), key_pid);
+  auto it = processes_.find(key);
+  if (it != processes_.end()) return &it->second;
+  Process fresh;
+  fresh.host = std::string(host);
+  fresh.cuda_dev = cuda_dev;
+  fresh.source = inputs_.back().name;
+  return Admit(std::move(key), std::move(fresh));
 }
 
 void Analyzer::NoteBareVersion(std::string_view message) {
   auto v = ParseVersion(message);
   if (!v) return;
-  pending_version_ = *v;
-  if (bare_versions_.size() < kMaxListItems) bare_versions_.insert(*v);
+  pending_version_ = Cut(*v);
+  if (bare_versions_.size() < kMaxListItems) bare_versions_.insert(pending_version_);
 }
 
 // The rare lines without a full header (see LogLine): their own path, off the hot one.
@@ -213,21 +268,28 @@ void Analyzer::FeedPartial(const LogLine& line, std::vector<nlohmann::json>* eve
     NoteBareVersion(line.message);
     return;
   }
-  if (line.kind == LineKind::kInfo) info_lines_++;
   if (line.cuda_dev < 0) {  // nothing to pin it on
     InputStats& in = inputs_.back();
     if (line.kind == LineKind::kWarn) {
-      in.unattributed_warnings.Add(line.message);
+      in.unattributed_warnings.Add(line.message, [this](size_t n) { return Charge(n); });
     } else {
+      info_lines_++;
       in.unattributed_lines++;
       NoteBareVersion(line.message);  // "... NCCL INFO NCCL version 2.x" with its header cut
     }
     return;
   }
-  Process& p = PartialProcess(line.host, line.cuda_dev);
+  Process* current = PartialProcess(line.host, line.cuda_dev);
+  if (current == nullptr) {  // not kept: a cap was reached
+    dropped_lines_++;
+    return;
+  }
+  Process& p = *current;
+  p.lines++;
   if (line.kind == LineKind::kWarn) {
-    p.warnings.Add(line.message);
+    p.warnings.Add(line.message, [&](size_t n) { return Charge(p, n); });
   } else {
+    info_lines_++;
     HandleInfo(p, line.message, events);
   }
 }
@@ -253,12 +315,17 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
   // Lines of one thread come in bursts: the parser says when this is the memo's process again.
   Process* current = memo_process_;
   if (!parser_.same_header() || current == nullptr) {
-    current = &ProcessFor(parsed->host, parsed->pid);
+    current = ProcessFor(parsed->host, parsed->pid);
     if (parser_.header_memoized()) memo_process_ = current;
+    if (current == nullptr) {  // not kept: a cap was reached
+      dropped_lines_++;
+      return;
+    }
   }
   Process& p = *current;
+  p.lines++;
   if (parsed->kind == LineKind::kWarn) {
-    p.warnings.Add(parsed->message);
+    p.warnings.Add(parsed->message, [&](size_t n) { return Charge(p, n); });
     return;
   }
   info_lines_++;
@@ -276,8 +343,11 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
         auto it = std::find_if(p.net_channels.begin(), p.net_channels.end(),
                                [&](const auto& entry) { return SameText(entry.first, ch->net); });
         if (it == p.net_channels.end()) {
-          if (p.net_channels.size() >= kMaxListItems) return;  // garbage: keep memory bounded
-          it = p.net_channels.emplace(std::string(ch->net), 0).first;
+          std::string_view net = Cut(ch->net);
+          if (p.net_channels.size() >= kMaxListItems || !Charge(p, net.size() + kEntryBytes)) {
+            return;  // garbage: keep memory bounded
+          }
+          it = p.net_channels.emplace(std::string(net), 0).first;
         }
         it->second++;
         if (ch->gdr) p.gdr_channels++;
@@ -292,7 +362,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     }
   }
   if (auto init = ParseInitComplete(msg)) {  // any first byte: told by its end
-    AddRank(p, *init);
+    AddRank(p, init->rank, init->nranks, init->cuda_dev, init->comm_id);
     p.warnings.InitComplete();
     inputs_.back().unattributed_warnings.InitComplete();
     if (init->rank == 0 && p.version.empty()) {
@@ -310,10 +380,11 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
   }
   switch (msg[0]) {
     case 'U':
-      if (auto net = ParseUsingNetwork(msg)) p.network = std::move(*net);
+      if (auto net = ParseUsingNetwork(msg)) p.network = Cut(*net);
       return;
     case 'F':
-      if (auto failed = ParsePluginFailure(msg)) PushCapped(p.plugin_failures, *failed);
+      if (auto failed = ParsePluginFailure(msg))
+        PushCapped(p, p.plugin_failures, *failed, kMaxListItems);
       return;
     case 'C':
     case 'N':
@@ -336,10 +407,7 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
         nic_ += '/';
         nic_.append(d.flags);
       }
-      if (p.nics.size() < kMaxListItems &&
-          std::find(p.nics.begin(), p.nics.end(), nic_) == p.nics.end()) {
-        p.nics.push_back(nic_);
-      }
+      PushCapped(p, p.nics, nic_, kMaxListItems);
     }
     return;
   }
@@ -348,18 +416,18 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     return;
   }
   if (auto sock = ParseSocketDevices(msg)) {
-    for (auto& d : *sock) PushCapped(p.nics, d);
+    for (auto& d : *sock) PushCapped(p, p.nics, d, kMaxListItems);
     return;
   }
   if (auto prov = ParseOfiProvider(msg)) {
-    p.ofi_provider = *prov;
+    p.ofi_provider = Cut(*prov);
     return;
   }
   if (auto env = ParseEnvSetting(msg)) {
-    if (p.env.size() < kMaxListItems) p.env[env->name] = env->value;
+    SetEnv(p, env->name, env->value);
     return;
   }
-  if (auto v = ParseVersion(msg)) p.version = *v;
+  if (auto v = ParseVersion(msg)) p.version = Cut(*v);
 }
 
 void Analyzer::MergeFrom(Analyzer&& later) {
@@ -370,9 +438,16 @@ void Analyzer::MergeFrom(Analyzer&& later) {
       mine.nccl_lines += in.nccl_lines;
       mine.long_lines += in.long_lines;
       mine.unattributed_lines += in.unattributed_lines;
-      mine.unattributed_warnings.MergeLater(std::move(in.unattributed_warnings));
+      mine.unattributed_warnings.MergeLater(std::move(in.unattributed_warnings),
+                                            [this](size_t n) { return Charge(n); });
     } else {
+      // Its kept WARN texts were charged to the later analyzer's budget: charged again to this
+      // one's as they move over.
+      Warnings later_warnings = std::move(in.unattributed_warnings);
+      in.unattributed_warnings = Warnings{};
       inputs_.push_back(std::move(in));
+      inputs_.back().unattributed_warnings.MergeLater(std::move(later_warnings),
+                                                      [this](size_t n) { return Charge(n); });
     }
   }
   for (auto& [key, lp] : later.processes_) {
@@ -382,10 +457,16 @@ void Analyzer::MergeFrom(Analyzer&& later) {
     auto it = processes_.find(key);
     if (it == processes_.end()) {
       if (bare) lp.version = pending_version_;
+      if (processes_.size() >= options_.max_processes || bytes_ + lp.bytes > options_.max_bytes) {
+        dropped_lines_ += lp.lines;  // not kept: as if its lines had come after the cap
+        continue;
+      }
+      bytes_ += lp.bytes;
       processes_.emplace(key, std::move(lp));
       continue;
     }
     Process& p = it->second;
+    p.lines += lp.lines;
     if (!lp.version.empty()) {
       p.version = lp.version;
     } else if (bare && p.version.empty()) {
@@ -393,19 +474,25 @@ void Analyzer::MergeFrom(Analyzer&& later) {
     }
     p.awaits_bare_version = p.awaits_bare_version || (lp.awaits_bare_version && p.version.empty());
     if (!lp.network.empty()) p.network = lp.network;
-    for (auto& n : lp.nics) PushCapped(p.nics, std::move(n));
+    for (auto& n : lp.nics) PushCapped(p, p.nics, n, kMaxListItems);
     p.ib_no_device = p.ib_no_device || lp.ib_no_device;
-    for (auto& f : lp.plugin_failures) PushCapped(p.plugin_failures, std::move(f));
+    for (auto& f : lp.plugin_failures) PushCapped(p, p.plugin_failures, f, kMaxListItems);
     if (!lp.ofi_provider.empty()) p.ofi_provider = lp.ofi_provider;
-    for (const auto& r : lp.ranks) AddRank(p, r);
-    for (const auto& [net, count] : lp.net_channels) p.net_channels[net] += count;
+    for (const auto& r : lp.ranks) AddRank(p, r.rank, r.nranks, r.cuda_dev, r.comm_id);
+    for (const auto& [net, count] : lp.net_channels) {
+      auto nit = p.net_channels.find(net);
+      if (nit != p.net_channels.end()) {
+        nit->second += count;
+      } else if (p.net_channels.size() < kMaxListItems && Charge(p, net.size() + kEntryBytes)) {
+        p.net_channels.emplace(net, count);
+      }
+    }
     p.gdr_channels += lp.gdr_channels;
     p.intra_channels += lp.intra_channels;
-    for (const auto& [k, v] : lp.env) {
-      if (p.env.size() < kMaxListItems || p.env.count(k)) p.env[k] = v;
-    }
-    p.warnings.MergeLater(std::move(lp.warnings));
+    for (const auto& [k, v] : lp.env) SetEnv(p, k, v);
+    p.warnings.MergeLater(std::move(lp.warnings), [&](size_t n) { return Charge(p, n); });
   }
+  dropped_lines_ += later.dropped_lines_;
   if (!later.pending_version_.empty()) pending_version_ = later.pending_version_;
   for (const auto& v : later.bare_versions_) {
     if (bare_versions_.size() < kMaxListItems) bare_versions_.insert(v);

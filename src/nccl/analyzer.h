@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,10 +17,20 @@
 
 namespace tocsin::nccl {
 
+// What one analyzer keeps at most, whatever its input: processes (a real job's size; a log with
+// more is hostile or several jobs) and bytes of what they logged (an estimate of the memory the
+// bookkeeping takes). NCCL lines beyond either are counted (dropped_lines), not analysed.
+constexpr size_t kDefaultMaxProcesses = 4096;
+constexpr size_t kDefaultMaxBytes = 16ull << 20;
+constexpr size_t kMaxHostBytes = 255;  // a DNS name's limit
+constexpr size_t kMaxTextBytes = 128;  // each kept text (NIC, setting, warning, ...) is cut here
+
 struct Options {
   bool expect_rdma = false;         // --expect rdma
   bool expect_gdr = false;          // --expect-gdr
   std::optional<double> min_busbw;  // --min-busbw (GB/s)
+  size_t max_processes = kDefaultMaxProcesses;
+  size_t max_bytes = kDefaultMaxBytes;
 };
 
 // A rank of one communicator, from an "Init COMPLETE" line.
@@ -32,7 +43,7 @@ struct Rank {
 
 // One distinct NCCL WARN text and what it did to init.
 struct Warning {
-  std::string text;
+  std::string text;  // at most kMaxTextBytes
   WarnKind kind = WarnKind::kUnknown;
   bool init_complete_after = false;  // an Init COMPLETE followed its last occurrence
 };
@@ -40,8 +51,13 @@ struct Warning {
 // The NCCL WARN lines of one process (or of the lines of an input that no process could be
 // pinned on), each judged by what NCCL does after printing it (ClassifyWarn) and, when that is
 // not known, by whether an Init COMPLETE followed it. Counters cover every line; the texts are
-// capped.
+// cut at kMaxTextBytes, capped in number, and each new one is kept only when the analyzer's
+// byte budget allows it.
 struct Warnings {
+  // Asked before a new text is kept, with the bytes it takes: false when the budget is spent
+  // (the text is not kept; the counters still count its line).
+  using Budget = std::function<bool(size_t)>;
+
   std::vector<Warning> kept;  // the first distinct texts, in order
   uint64_t count = 0;
   uint64_t benign = 0;    // NCCL goes on after these
@@ -50,20 +66,20 @@ struct Warnings {
   uint64_t pending = 0;   // neither, and no Init COMPLETE followed (yet)
   uint64_t inits = 0;     // Init COMPLETE lines seen
 
-  void Add(std::string_view text);
+  void Add(std::string_view text, const Budget& budget);
   void InitComplete();
   // Folds in the lines that came after these.
-  void MergeLater(Warnings&& later);
+  void MergeLater(Warnings&& later, const Budget& budget);
   // A fatal WARN, or one after which init never completed.
   bool FailedInit() const { return fatal + pending > 0; }
 };
 
-// What one NCCL process (host, pid) said about itself. Every list is capped, so memory stays
-// bounded however long the log is. A process whose lines had no pid (redacted by whoever posted
-// the log, or no header but " [dev] NCCL ...") is known by its host (or input) and device: pid
-// -1 and cuda_dev set.
+// What one NCCL process (host, pid) said about itself. Every list and text is capped, so memory
+// stays bounded however long the log is. A process whose lines had no pid (redacted by whoever
+// posted the log, or no header but " [dev] NCCL ...") is known by its host (or input) and
+// device: pid -1 and cuda_dev set.
 struct Process {
-  std::string host;
+  std::string host;  // at most kMaxHostBytes (a longer "host" is not a host: the line is dropped)
   int64_t pid = -1;
   int cuda_dev = -1;   // for a process without pid: the device its lines carried
   std::string source;  // the input it came from
@@ -84,6 +100,8 @@ struct Process {
   Warnings warnings;
   bool follow_reported = false;
   bool follow_net_reported = false;
+  uint64_t lines = 0;  // NCCL lines of this process
+  size_t bytes = 0;    // the analyzer's estimate of this process's memory
 
   uint64_t NetChannelCount() const;
   // The network inter-node traffic used: the busiest NET channel plugin, else "Using network".
@@ -142,13 +160,36 @@ class Analyzer {
   const std::map<std::pair<std::string, int64_t>, Process>& processes() const { return processes_; }
   const std::vector<PerfRun>& perf_runs() const { return perf_.runs(); }
 
+  // The caps may change between inputs (the agent shares one budget among its log files); what
+  // is already kept stays.
+  void SetLimits(size_t max_processes, size_t max_bytes) {
+    options_.max_processes = max_processes;
+    options_.max_bytes = max_bytes;
+  }
+  // NCCL lines not analysed because a cap was reached (their process was not kept, or what they
+  // said did not fit), and nccl-tests rows, runs and devices left out: the result is incomplete.
+  uint64_t dropped_lines() const { return dropped_lines_; }
+  uint64_t dropped_perf() const { return perf_.dropped(); }
+  bool Capped() const { return dropped_lines_ > 0 || perf_.dropped() > 0; }
+  size_t stored_bytes() const { return bytes_; }
+
  private:
-  Process& ProcessFor(std::string_view host, int64_t pid);
-  Process& LookUp(std::string_view host, int64_t pid);
+  // Null when the process is not kept (a cap was reached, or the host is no host name).
+  Process* ProcessFor(std::string_view host, int64_t pid);
+  Process* LookUp(std::string_view host, int64_t pid);
+  // Keeps a new process under `key` if the caps allow it.
+  Process* Admit(std::pair<std::string, int64_t> key, Process fresh);
   // A line without pid: its host (or input) and device make the process.
   void FeedPartial(const LogLine& line, std::vector<nlohmann::json>* events);
-  Process& PartialProcess(std::string_view host, int cuda_dev);
+  Process* PartialProcess(std::string_view host, int cuda_dev);
   void NoteBareVersion(std::string_view message);
+  // Takes `n` bytes from the budget (for `p`), or counts the line as dropped and returns false.
+  bool Charge(size_t n);
+  bool Charge(Process& p, size_t n);
+  void PushCapped(Process& p, std::vector<std::string>& v, std::string_view item, size_t cap);
+  // A process that re-creates its communicator logs the same rank again: kept once.
+  void AddRank(Process& p, int rank, int nranks, int cuda_dev, std::string_view comm_id);
+  void SetEnv(Process& p, std::string_view name, std::string_view value);
   void HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann::json>* events);
   void FindingsForWarnings(std::vector<Finding>& out) const;
   void FindingsForTransport(std::vector<Finding>& out) const;
@@ -166,18 +207,23 @@ class Analyzer {
   LineParser parser_;
   std::string nic_;                  // HandleInfo's scratch for a NIC's name
   Process* memo_process_ = nullptr;  // the process of the header in parser_'s memo
-  std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(kCacheSlots);
+  // kCacheSlots (48 KiB), allocated with the first process: the agent keeps an analyzer per pod
+  // log file, and most pods are not NCCL jobs.
+  std::vector<CacheSlot> cache_;
   std::vector<InputStats> inputs_;
   std::map<std::pair<std::string, int64_t>, Process> processes_;
   // The last bare "NCCL version" line of the current input. NCCL prints it with printf (or at
   // NCCL_DEBUG=VERSION) from ncclCommInitRank when myrank == 0, before that rank's init
   // completes: it is given to the process whose rank 0 completes init next.
   std::string pending_version_;
-  std::set<std::string> bare_versions_;  // every bare version seen (capped)
+  std::set<std::string> bare_versions_;  // every bare version seen (capped in number and size)
   PerfParser perf_;
   bool perf_enabled_ = true;
   uint64_t other_lines_ = 0;  // non-NCCL lines seen while perf is disabled
   uint64_t info_lines_ = 0;
+  uint64_t dropped_lines_ = 0;
+  // The sum of the kept processes' `bytes` and of the inputs' kept unattributed WARN texts.
+  size_t bytes_ = 0;
 };
 
 nlohmann::json FollowEvent(const Process& p, const std::string& what);

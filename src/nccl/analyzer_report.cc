@@ -289,6 +289,22 @@ std::vector<Finding> Analyzer::Findings() const {
                    std::nullopt,
                    {{"inputs", names}}});
   }
+  if (Capped()) {
+    out.push_back({"nccl.log.capped",
+                   Severity::kWarning,
+                   "job",
+                   fmt::format("{} NCCL lines and {} nccl-tests rows or runs were not analysed: "
+                               "more than {} processes or {} MiB of what they logged (a real job "
+                               "logs less); cannot tell about them",
+                               dropped_lines_, perf_.dropped(), options_.max_processes,
+                               options_.max_bytes >> 20),
+                   std::nullopt,
+                   {{"result", "unknown"},
+                    {"dropped_lines", dropped_lines_},
+                    {"dropped_perf", perf_.dropped()},
+                    {"max_processes", options_.max_processes},
+                    {"max_bytes", options_.max_bytes}}});
+  }
   FindingsForTransport(out);
   FindingsForWarnings(out);
   FindingsForPerf(out);
@@ -350,7 +366,8 @@ nlohmann::json Analyzer::Inventory() const {
             {"hosts", hosts.size()},
             {"ranks", nranks},
             {"transports", transports},
-            {"nccl_versions", versions}}},
+            {"nccl_versions", versions},
+            {"dropped_lines", dropped_lines_}}},
           {"processes", procs},
           {"nccl_tests", perf}};
 }

@@ -1,5 +1,6 @@
 #include "nccl/analyzer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -180,6 +181,182 @@ TEST(AnalyzerTest, ChunkedMergeEqualsSequential) {
     ++files;
   }
   EXPECT_GE(files, 20);
+}
+
+// Issue 13: a pod's log with 100,000 fake processes took the agent to 900 MB. Processes beyond
+// the cap are counted, not kept, and the report says it cannot tell.
+TEST(AnalyzerTest, ProcessesBeyondTheCapAreCountedNotKept) {
+  Options o;
+  o.max_processes = 100;
+  Analyzer a(o);
+  a.BeginInput("log");
+  for (int i = 0; i < 1000; ++i) {
+    std::string pre = fmt::format("host{}:{}:{} [0] NCCL INFO ", i, 1000 + i, 1000 + i);
+    a.FeedLine(pre + "Using network IB");
+    a.FeedLine(pre + "NCCL_IB_DISABLE set by environment to 1.");
+  }
+  EXPECT_EQ(a.processes().size(), 100u);
+  EXPECT_EQ(a.dropped_lines(), 1800u);
+  EXPECT_TRUE(a.Capped());
+  auto findings = a.Findings();
+  auto it = std::find_if(findings.begin(), findings.end(),
+                         [](const Finding& f) { return f.check == "nccl.log.capped"; });
+  ASSERT_NE(it, findings.end());
+  EXPECT_EQ(it->evidence["result"], "unknown");
+  EXPECT_EQ(it->evidence["dropped_lines"], 1800);
+  EXPECT_EQ(a.Inventory()["summary"]["dropped_lines"], 1800);
+}
+
+// Whatever the processes log (hosts and texts as long as a line may be), the bookkeeping stays
+// within its byte budget: texts are cut, a host longer than a DNS name is no host.
+TEST(AnalyzerTest, MemoryStaysWithinTheByteBudget) {
+  Options o;
+  o.max_bytes = 256 << 10;
+  Analyzer a(o);
+  a.BeginInput("log");
+  std::string longtext(2000, 'x');
+  for (int i = 0; i < 2000; ++i) {
+    std::string host = fmt::format("h{:0>250}", i);
+    std::string pre = fmt::format("{}:{}:1 [0] NCCL INFO ", host, i);
+    a.FeedLine(pre + "NCCL_" + std::to_string(i % 97) + longtext + " set by environment to " +
+               longtext);
+    a.FeedLine(pre + "NET/Socket : Using [0]eth" + longtext + ":10.0.0.1<0>");
+    a.FeedLine(fmt::format("{}:{}:1 [0] main.cc:1 NCCL WARN {}{}", host, i, i, longtext));
+    // Lines without pid (issue 14): their processes and WARN texts take from the same budget.
+    a.FeedLine(fmt::format("{}:XXXXXX [1] main.cc:1 NCCL WARN {}{}", host, i, longtext));
+    a.FeedLine(
+        fmt::format(" [{}] NCCL INFO NET/Socket : Using [0]eth{}{}:10.0.0.1<0>", i, i, longtext));
+    a.FeedLine(fmt::format("NCCL WARN {}{}", i, longtext));  // nothing to pin it on
+  }
+  a.FeedLine(std::string(300, 'h') + ":1:1 [0] NCCL INFO Using network IB");  // no host
+  a.FeedLine(std::string(300, 'h') + ":XXXXXX [0] NCCL INFO Using network IB");
+  EXPECT_LE(a.stored_bytes(), o.max_bytes);
+  EXPECT_GT(a.processes().size(), 20u);
+  EXPECT_LT(a.processes().size(), 2000u);
+  EXPECT_GT(a.dropped_lines(), 0u);
+  size_t partial = 0;
+  for (const auto& [key, p] : a.processes()) {
+    EXPECT_LE(p.host.size(), kMaxHostBytes);
+    if (p.pid >= 0) {
+      EXPECT_LE(key.first.size(), kMaxHostBytes);
+    } else {
+      partial++;
+    }
+    for (const auto& [name, value] : p.env) {
+      EXPECT_LE(name.size(), kMaxTextBytes);
+      EXPECT_LE(value.size(), kMaxTextBytes);
+    }
+    for (const auto& w : p.warnings.kept) EXPECT_LE(w.text.size(), kMaxTextBytes);
+    for (const auto& n : p.nics) EXPECT_LE(n.size(), kMaxTextBytes);
+  }
+  EXPECT_GT(partial, 0u);
+  auto unattributed = a.Inventory()["inputs"][0]["unattributed_warnings"];
+  EXPECT_GT(unattributed.size(), 0u);
+  for (const auto& w : unattributed) EXPECT_LE(w["text"].get<std::string>().size(), kMaxTextBytes);
+}
+
+// Processes of lines without pid (issue 14) are admitted under the same cap as the others; the
+// WARN lines of those left out are counted, and their texts kept nowhere.
+TEST(AnalyzerTest, PartialProcessesBeyondTheCapAreCountedNotKept) {
+  Options o;
+  o.max_processes = 4;
+  Analyzer a(o);
+  a.BeginInput("log");
+  for (int i = 0; i < 10; ++i) {
+    a.FeedLine(fmt::format("node-{}:XXXXXX [0] NCCL INFO Using network IB", i));
+    a.FeedLine(fmt::format(" [{}] NCCL INFO Using network Socket", i));
+    a.FeedLine(fmt::format("node-{}:XXXXXX [0] main.cc:1 NCCL WARN Cuda failure {}", i, i));
+  }
+  // Kept: node-0 and node-1 (3 lines each), devices 0 and 1 of the input (1 line each).
+  EXPECT_EQ(a.processes().size(), 4u);
+  EXPECT_EQ(a.dropped_lines(), 24u);
+  EXPECT_TRUE(a.Capped());
+  uint64_t warns = 0;
+  for (const auto& [key, p] : a.processes()) {
+    EXPECT_LT(p.pid, 0);
+    warns += p.warnings.count;
+  }
+  EXPECT_EQ(warns, 2u);
+}
+
+// With the byte budget spent, a WARN still counts (and can still fail init), but a new text is
+// not kept and its line is counted as dropped: the report says it cannot tell.
+TEST(AnalyzerTest, WarnTextsAreChargedToTheBudget) {
+  Options o;
+  o.max_bytes = 8 << 10;
+  Analyzer a(o);
+  a.BeginInput("log");
+  for (int i = 0; i < 200; ++i) {
+    a.FeedLine(fmt::format("host:1:1 [0] main.cc:1 NCCL WARN {} {}", i, std::string(200, 'w')));
+    a.FeedLine(fmt::format("NCCL WARN {} {}", i, std::string(200, 'u')));
+  }
+  EXPECT_LE(a.stored_bytes(), o.max_bytes);
+  ASSERT_EQ(a.processes().size(), 1u);
+  const Process& p = a.processes().begin()->second;
+  EXPECT_EQ(p.warnings.count, 200u);
+  EXPECT_GT(p.warnings.kept.size(), 0u);
+  EXPECT_LT(p.warnings.kept.size(), 20u);
+  EXPECT_GT(a.dropped_lines(), 0u);
+  EXPECT_EQ(FindingsOf(a, "nccl.init.failed").size(), 2u);  // the process and the input
+  EXPECT_EQ(FindingsOf(a, "nccl.log.capped").size(), 1u);
+}
+
+// Chunks read in parallel keep their own caps; their merge keeps the whole's and counts the
+// lines of the processes it leaves out.
+TEST(AnalyzerTest, MergeKeepsTheCaps) {
+  Options o;
+  o.max_processes = 50;
+  std::vector<Analyzer> chunks;
+  for (int c = 0; c < 2; ++c) {
+    chunks.emplace_back(o);
+    chunks.back().BeginInput("log");
+    for (int i = 0; i < 40; ++i) {
+      chunks.back().FeedLine(
+          fmt::format("host{}:{}:1 [0] NCCL INFO Using network IB", c * 100 + i, i));
+    }
+  }
+  chunks[0].MergeFrom(std::move(chunks[1]));
+  EXPECT_EQ(chunks[0].processes().size(), 50u);
+  EXPECT_EQ(chunks[0].dropped_lines(), 30u);
+}
+
+// The merge charges what it keeps of a later chunk's WARN texts (the process's and the input's)
+// to the whole's budget, as reading in order would have.
+TEST(AnalyzerTest, MergeChargesWarnTexts) {
+  Options o;
+  o.max_bytes = 12 << 10;  // each chunk's texts fit, not both chunks'
+  std::vector<Analyzer> chunks;
+  for (int c = 0; c < 2; ++c) {
+    chunks.emplace_back(o);
+    chunks.back().BeginInput("log");
+    for (int i = 0; i < 10; ++i) {
+      chunks.back().FeedLine(fmt::format("host:1:1 [0] main.cc:1 NCCL WARN {} {}", c * 100 + i,
+                                         std::string(200, 'w')));
+      chunks.back().FeedLine(
+          fmt::format(" [3] main.cc:1 NCCL WARN {} {}", c * 100 + i, std::string(200, 'd')));
+      chunks.back().FeedLine(fmt::format("NCCL WARN {} {}", c * 100 + i, std::string(200, 'u')));
+    }
+  }
+  for (const auto& c : chunks) EXPECT_EQ(c.dropped_lines(), 0u);
+  chunks[0].MergeFrom(std::move(chunks[1]));
+  const Analyzer& a = chunks[0];
+  EXPECT_LE(a.stored_bytes(), o.max_bytes);
+  EXPECT_GT(a.dropped_lines(), 0u);
+  uint64_t warns = 0;
+  for (const auto& [key, p] : a.processes()) warns += p.warnings.count;
+  EXPECT_EQ(warns, 40u);
+}
+
+TEST(AnalyzerTest, NcclTestsRunsAreCapped) {
+  Analyzer a(Options{});
+  a.BeginInput("log");
+  for (size_t i = 0; i < PerfParser::kMaxRuns + 10; ++i) {
+    a.FeedLine("# Collective test starting: all_reduce_perf");
+    a.FeedLine("#  Rank  0 Group  0 Pid   1234 on     host device  0 [0000:18:00] NVIDIA H100");
+  }
+  EXPECT_EQ(a.perf_runs().size(), PerfParser::kMaxRuns);
+  EXPECT_EQ(a.dropped_perf(), 10u);
+  EXPECT_TRUE(a.Capped());
 }
 
 }  // namespace

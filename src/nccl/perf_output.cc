@@ -40,6 +40,10 @@ std::optional<PerfHalf> ParseHalf(const std::vector<std::string_view>& t, size_t
   return h;
 }
 
+std::string Capped(std::string_view s) {
+  return std::string(s.substr(0, PerfParser::kMaxTextBytes));
+}
+
 }  // namespace
 
 std::string_view StripLauncherPrefix(std::string_view line) {
@@ -68,6 +72,15 @@ PerfRun& PerfParser::Current() {
   return runs_.back();
 }
 
+void PerfParser::NewRun() {
+  if (runs_.size() < kMaxRuns) {
+    runs_.emplace_back();
+  } else {
+    dropped_++;  // the last run takes what follows (its rows still count against kMaxRows)
+    runs_.back() = PerfRun();
+  }
+}
+
 bool PerfParser::ParseRow(std::string_view line) {
   auto t = SplitWhitespace(line);
   size_t halves = columns_.time;
@@ -89,14 +102,19 @@ bool PerfParser::ParseRow(std::string_view line) {
   PerfRow row;
   row.size = *size;
   row.count = *count;
-  row.type = std::string(t[2]);
+  row.type = Capped(t[2]);
   if (columns_.time == 0 ? halves >= 4 : columns_.redop > 0) {
-    row.redop = std::string(t[columns_.time == 0 ? 3 : static_cast<size_t>(columns_.redop)]);
+    row.redop = Capped(t[columns_.time == 0 ? 3 : static_cast<size_t>(columns_.redop)]);
   }
   row.out_of_place = *oop;
   row.in_place = *ip;
   PerfRun& run = Current();
-  if (run.rows.size() < kMaxRows) run.rows.push_back(std::move(row));
+  if (rows_ < kMaxRows) {
+    rows_++;
+    run.rows.push_back(std::move(row));
+  } else {
+    dropped_++;
+  }
   return true;
 }
 
@@ -109,8 +127,8 @@ void PerfParser::Feed(std::string_view raw) {
   }
   std::string_view body = Trim(line.substr(1));
   if (StartsWith(body, "Collective test starting:")) {
-    runs_.emplace_back();
-    runs_.back().test = std::string(Trim(body.substr(25)));
+    NewRun();
+    runs_.back().test = Capped(Trim(body.substr(25)));
     in_table_ = false;
     return;
   }
@@ -120,7 +138,7 @@ void PerfParser::Feed(std::string_view raw) {
     // of older versions names its own leading columns ("type", "type redop", "type root", ...);
     // the first half's time column is the one before "algbw", and the column after its busbw
     // says what the check value is.
-    if (!runs_.empty() && !runs_.back().rows.empty()) runs_.emplace_back();
+    if (!runs_.empty() && !runs_.back().rows.empty()) NewRun();
     Current();
     in_table_ = true;
     has_timestamp_ = body.find("timestamp") != std::string_view::npos;
@@ -158,12 +176,18 @@ void PerfParser::Feed(std::string_view raw) {
     PerfDevice d;
     d.rank = static_cast<int>(ParseInt64(tok[1]).value_or(-1));
     for (size_t i = 2; i + 1 < tok.size(); ++i) {
-      if (tok[i] == "on") d.host = std::string(tok[i + 1]);
+      if (tok[i] == "on") d.host = Capped(tok[i + 1]);
       if (tok[i] == "device") d.device = static_cast<int>(ParseInt64(tok[i + 1]).value_or(-1));
     }
     size_t close = body.find(']');
-    if (close != std::string_view::npos) d.name = std::string(Trim(body.substr(close + 1)));
-    if (d.rank >= 0 && Current().devices.size() < 4096) Current().devices.push_back(d);
+    if (close != std::string_view::npos) d.name = Capped(Trim(body.substr(close + 1)));
+    if (d.rank < 0) return;
+    if (devices_ < kMaxDevices) {
+      devices_++;
+      Current().devices.push_back(std::move(d));
+    } else {
+      dropped_++;
+    }
   }
 }
 

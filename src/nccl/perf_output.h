@@ -57,16 +57,23 @@ struct PerfRun {
 // Streaming: feed every line of a log (NCCL INFO lines and others are ignored).
 class PerfParser {
  public:
+  // Caps over all runs, so memory stays bounded whatever the input; what is left out is counted.
   static constexpr size_t kMaxRows = 100000;
+  static constexpr size_t kMaxRuns = 1024;
+  static constexpr size_t kMaxDevices = 4096;
+  static constexpr size_t kMaxTextBytes = 128;  // a row's type and redop, a device's host and name
 
   void Feed(std::string_view line);
   const std::vector<PerfRun>& runs() const { return runs_; }
+  // Rows, runs and devices left out at the caps.
+  uint64_t dropped() const { return dropped_; }
   // Inside a results table every line matters (rows hold no marker to search for).
   bool in_table() const { return in_table_; }
 
  private:
   PerfRun& Current();
   bool ParseRow(std::string_view line);
+  void NewRun();
 
   // What the last column header says each column of a row is.
   enum class Check { kUnknown, kWrong, kError };
@@ -77,6 +84,8 @@ class PerfParser {
   };
 
   std::vector<PerfRun> runs_;
+  size_t rows_ = 0, devices_ = 0;  // over all runs
+  uint64_t dropped_ = 0;
   bool in_table_ = false;       // a column header was seen for the current run
   bool has_timestamp_ = false;  // "-S 1": a trailing "YYYY-MM-DD HH:MM:SS"
   Columns columns_;

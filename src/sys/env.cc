@@ -24,6 +24,39 @@ Status ErrnoStatus(int err, std::string_view path) {
   return Status::IoError(msg);
 }
 
+std::string_view FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
+// Reads `fd` to its end and closes it.
+Result<std::string> ReadAll(int fd, std::string_view name, size_t max_bytes) {
+  std::string data;
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return ErrnoStatus(err, name);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+    if (data.size() > max_bytes) {
+      ::close(fd);
+      return Status::IoError(std::string(name) + ": larger than " + std::to_string(max_bytes) +
+                             " bytes");
+    }
+  }
+  ::close(fd);
+  return data;
+}
+
 class RootedEnv : public Env {
  public:
   explicit RootedEnv(std::string root) : root_(std::move(root)) {
@@ -34,28 +67,8 @@ class RootedEnv : public Env {
 
   Result<std::string> ReadFile(std::string_view path, size_t max_bytes) override {
     TOCSIN_ASSIGN_OR_RETURN(std::string real, Resolve(path));
-    int fd = ::open(Host(real).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return ErrnoStatus(errno, path);
-    std::string data;
-    char buf[8192];
-    while (true) {
-      ssize_t n = ::read(fd, buf, sizeof(buf));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd);
-        return ErrnoStatus(err, path);
-      }
-      if (n == 0) break;
-      data.append(buf, static_cast<size_t>(n));
-      if (data.size() > max_bytes) {
-        ::close(fd);
-        return Status::IoError(std::string(path) + ": larger than " + std::to_string(max_bytes) +
-                               " bytes");
-      }
-    }
-    ::close(fd);
-    return data;
+    TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(Host(real), O_NOFOLLOW, path));
+    return ReadAll(fd, path, max_bytes);
   }
 
   Result<std::vector<std::string>> ListDir(std::string_view path) override {
@@ -170,6 +183,29 @@ class RootedEnv : public Env {
 
 std::unique_ptr<Env> NewRootedEnv(std::string root) {
   return std::make_unique<RootedEnv>(std::move(root));
+}
+
+Result<int> OpenRegularFile(const std::string& path, int flags, std::string_view name) {
+  if (name.empty()) name = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+  if (fd < 0) return ErrnoStatus(errno, name);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, name);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::IoError(std::string(name) + ": not a regular file (" +
+                           std::string(FileKind(st.st_mode)) + ")");
+  }
+  return fd;
+}
+
+Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
+  return ReadAll(fd, path, max_bytes);
 }
 
 Result<std::string> ReadAttribute(Env& env, std::string_view path) {

@@ -50,6 +50,18 @@ class Env {
 // An Env over the real filesystem, resolved under `root` (default "/").
 std::unique_ptr<Env> NewRootedEnv(std::string root = "/");
 
+// Opens `path` (a host path) for reading without ever blocking on it, and only when it is a
+// regular file (sysfs and procfs attributes are): O_NONBLOCK, so a FIFO without a writer cannot
+// hang the open or a read, and a FIFO, device, socket or directory is refused with an error that
+// names `name` (the path the user gave or the node path; `path` when empty) and what it is.
+// `flags` are added (O_NOFOLLOW). The caller closes the descriptor.
+Result<int> OpenRegularFile(const std::string& path, int flags = 0, std::string_view name = {});
+
+// A whole regular file that a user named (--config, --profile, --from, a kubeconfig), read with
+// OpenRegularFile; larger than max_bytes is an error.
+Result<std::string> ReadRegularFile(const std::string& path,
+                                    size_t max_bytes = Env::kDefaultMaxFileBytes);
+
 // Reads a small sysfs attribute and trims whitespace.
 Result<std::string> ReadAttribute(Env& env, std::string_view path);
 

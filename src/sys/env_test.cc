@@ -1,10 +1,13 @@
 #include "sys/env.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 namespace tocsin {
 namespace {
@@ -104,6 +107,43 @@ TEST_F(EnvTest, OversizedFileIsAnErrorNotATruncation) {
 TEST_F(EnvTest, StatFsAndRelativePathRejected) {
   EXPECT_TRUE(env_->StatFs("/sys").ok());
   EXPECT_EQ(env_->ReadFile("relative").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Calls `read` on another thread and waits at most 5 s for it. On the old code (a blocking open)
+// the read hangs: the FIFO is then opened for writing and closed, which ends it, so the test
+// fails instead of hanging.
+template <typename Fn>
+auto BoundedRead(const fs::path& fifo, Fn read) {
+  auto result = std::async(std::launch::async, read);
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "reading " << fifo << " blocked";
+    int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  return result.get();
+}
+
+// Issue 13: a FIFO (or anything but a regular file) where a file is expected hung `node`,
+// `nccl`, `audit --from`, --profile and --config. It is refused at once, naming the path.
+TEST_F(EnvTest, AFifoOrADirectoryIsRefusedWithoutBlocking) {
+  ASSERT_EQ(::mkfifo((root_ / "sys/fifo").c_str(), 0600), 0);
+  auto v = BoundedRead(root_ / "sys/fifo", [&] { return env_->ReadFile("/sys/fifo"); });
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().message(), "/sys/fifo: not a regular file (a FIFO)");
+
+  std::string fifo = (root_ / "sys/fifo").string();
+  auto direct = BoundedRead(root_ / "sys/fifo", [&] { return ReadRegularFile(fifo); });
+  ASSERT_FALSE(direct.ok());
+  EXPECT_EQ(direct.status().message(), fifo + ": not a regular file (a FIFO)");
+
+  auto dir = ReadRegularFile(root_.string());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().message(), root_.string() + ": not a regular file (a directory)");
+  auto missing = ReadRegularFile(root_.string() + "/nope");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto fine = ReadRegularFile(root_.string() + "/sys/devices/pci0000:00/0000:00:01.0/numa_node");
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_EQ(*fine, "1\n");
 }
 
 }  // namespace

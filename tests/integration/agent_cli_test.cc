@@ -4,6 +4,7 @@
 // second. Kubernetes: agent_kube_test.cc; Prometheus: agent_prometheus_test.cc.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
@@ -391,6 +392,36 @@ TEST(AgentCliTest, DeployManifestsBuildAndTheirConfigRuns) {
   EXPECT_GT(a.port(), 0) << a.err();
   EXPECT_TRUE(a.WaitForLog("task gpu: every 30000 ms, timeout 15000 ms", seconds(5))) << a.err();
   fs::remove_all(dir);
+}
+
+// Issue 13: a FIFO in sysfs hung the agent's discovery before it served anything, and a FIFO as
+// --config hung it at start. Now the agent serves and gets ready (the port's state is unknown,
+// never ok), and --config FIFO is exit 2 naming the path.
+TEST(AgentCliTest, AFifoInSysfsOrAsConfigDoesNotHangTheAgent) {
+  std::string root = CopyFixtureNode("ib-healthy");
+  std::string state = fs::canonical(root + kPort2).string() + "/state";
+  fs::remove(state);
+  ASSERT_EQ(::mkfifo(state.c_str(), 0600), 0);
+  {
+    AgentProcess a(Base(root));
+    ASSERT_GT(a.port(), 0) << a.err();
+    ASSERT_TRUE(Ready(a)) << a.err();
+    std::string text;
+    EXPECT_TRUE(a.WaitForMetrics(
+        [&](const std::string& t) {
+          double v = MetricValue(t, "tocsin_check_status{check=\"rdma.port.down\",task=\"rdma\"}");
+          return v == -1 || v == 0;
+        },
+        seconds(10), &text))
+        << text;
+  }
+  std::string config = root + "/agent.yaml";
+  ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0);
+  RunResult r = testing::RunBinaryWithin(60, TOCSIN_BINARY, {"agent", "--config", config});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--config " + config + ": not a regular file (a FIFO)"), std::string::npos)
+      << r.err;
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -249,5 +249,63 @@ TEST(AgentKubeHangTest, AHungApiServerDelaysNeitherMetricsNorShutdown) {
   fs::remove_all(dir);
 }
 
+// Issue 13: the agent read its token file once; after the kubelet rotated it, every request was a
+// 401 and conditions silently stopped. A server that accepts only the token its file holds now:
+// the rotated token is read again on the 401 and the heartbeat patches go on.
+TEST(AgentKubeTokenTest, ARotatedTokenFileIsReadAgain) {
+  std::string dir = TempDir("agent-kube-token");
+  std::string log = dir + "/api.log";
+  std::ofstream(dir + "/server-token") << "old-token\n";
+  std::ofstream(dir + "/token") << "old-token\n";
+  Server server({"python3", kApi + "server.py", "--max-seconds", "120", "--snapshot",
+                 kSource + "/testdata/clusters/healthy.json", "--token-file", dir + "/server-token",
+                 "--log", log});
+  ASSERT_GT(server.port(), 0);
+  std::ofstream(dir + "/kubeconfig")
+      << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+      << "clusters:\n- name: t\n  cluster:\n    server: "
+      << "http://127.0.0.1:" << server.port() << "\n"
+      << "contexts:\n- name: t\n  context: {cluster: t, user: u}\n"
+      << "users:\n- name: u\n  user: {tokenFile: " << dir << "/token}\n";
+  AgentProcess a({"--root", kNodes + "ib-healthy", "--listen", "127.0.0.1:0", "--kubeconfig",
+                  dir + "/kubeconfig", "--node-name", "gpu-node-01", "--reconcile", "100ms",
+                  "--heartbeat", "1s"},
+                 {"KUBECONFIG="});
+  ASSERT_GT(a.port(), 0) << a.err();
+  // A patch the server accepted after `from` (after the first refusal there when `refused`: a
+  // request authenticated with the old token just before the rotation may be logged after it).
+  auto patches_after = [&](size_t from, bool refused) {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (text.size() <= from) return false;
+    if (refused) from = text.find("auth=None", from);
+    return from != std::string::npos &&
+           text.find("PATCH /api/v1/nodes/gpu-node-01/status auth=token", from) !=
+               std::string::npos;
+  };
+  auto eventually = [](auto pred) {
+    for (int i = 0; i < 300; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
+  };
+  ASSERT_TRUE(eventually([&] { return patches_after(0, false); })) << a.err();
+  // The kubelet rotates the projected token: the server accepts only the new one from now on.
+  std::ofstream(dir + "/token.new") << "new-token\n";
+  fs::rename(dir + "/token.new", dir + "/token");
+  std::ofstream(dir + "/server-token") << "new-token\n";
+  size_t rotated_at = fs::file_size(log);
+  EXPECT_TRUE(eventually([&] { return patches_after(rotated_at, true); })) << a.err();
+  std::string text;
+  EXPECT_TRUE(a.WaitForMetrics(
+      [](const std::string& t) { return MetricValue(t, "tocsin_agent_kube_connected") == 1; },
+      seconds(5), &text))
+      << text;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tocsin

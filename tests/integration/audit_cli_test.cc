@@ -1,5 +1,7 @@
 // `tocsin audit --from <snapshot>` on the fixture clusters in testdata/clusters.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -226,6 +228,18 @@ TEST(AuditCliTest, InputWithNothingToAuditIsNeverOk) {
   EXPECT_EQ(incomplete[0]["severity"], "warning");
   EXPECT_EQ(incomplete[0]["subject"], "nodes");
   std::filesystem::remove_all(dir);
+}
+
+// Issue 13: `audit --from FIFO` blocked. Refused at once, exit 2, naming the path.
+TEST(AuditCliTest, AFifoSnapshotIsRefusedNotWaitedFor) {
+  std::string dir = testing::TempDir("audit-fifo");
+  std::string fifo = dir + "/snapshot.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  RunResult r = testing::RunBinaryWithin(60, TOCSIN_BINARY, {"audit", "--from", fifo});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(fifo + ": not a regular file (a FIFO)"), std::string::npos) << r.err;
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -377,6 +378,21 @@ TEST(NcclCliTest, FollowReportsBeforeEndOfInput) {
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(got.find("nccl.transport.socket"), std::string::npos);
+}
+
+// Issue 13: `tocsin nccl FIFO` blocked in open(). A FIFO is refused at once (exit 2), with the
+// way to read a pipe: stdin.
+TEST(NcclCliTest, AFifoIsRefusedNotWaitedFor) {
+  std::string dir = testing::TempDir("nccl-fifo");
+  std::string fifo = dir + "/log";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  RunResult r = testing::RunBinaryWithin(60, TOCSIN_BINARY, {"nccl", fifo});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(fifo + ": not a regular file (a FIFO); pipe it to stdin (-)"),
+            std::string::npos)
+      << r.err;
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace

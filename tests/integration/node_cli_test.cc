@@ -1,11 +1,14 @@
 // `tocsin node --root <fixture> -o json` on every fixture node, asserted on the JSON report.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "agent_process.h"
 #include "run_binary.h"
 
 namespace tocsin {
@@ -15,6 +18,7 @@ using nlohmann::json;
 using testing::FindingsOf;
 using testing::JsonRun;
 using testing::RunBinary;
+using testing::RunBinaryWithin;
 using testing::RunResult;
 using testing::RunTocsinJson;
 
@@ -308,6 +312,34 @@ TEST(NodeCliTest, MalformedInputGivesUnknownNotCrashOrHealthy) {
   EXPECT_FALSE(r.report["inventory"]["storage"]["read_errors"].empty());
   // The mount behind the bad line is still found.
   EXPECT_TRUE(FindingsOf(r.report, "storage.mount.missing").empty());
+}
+
+// Issue 13: a FIFO where a file belongs (a sysfs attribute, --profile) hung `node`. It is read
+// without blocking: a sysfs one is an unknown finding naming the path, a user-given one exit 2.
+TEST(NodeCliTest, AFifoWhereAFileBelongsIsRefusedNotWaitedFor) {
+  std::string root = testing::CopyFixtureNode("ib-healthy");
+  std::string state =
+      std::filesystem::canonical(root + "/sys/class/infiniband/mlx5_1/ports/1").string() + "/state";
+  std::filesystem::remove(state);
+  ASSERT_EQ(::mkfifo(state.c_str(), 0600), 0);
+  RunResult r = RunBinaryWithin(60, TOCSIN_BINARY, {"node", "--root", root, "-o", "json"});
+  ASSERT_NE(r.exit_code, 137) << "node blocked on the FIFO";
+  bool named = false;
+  json report = json::parse(r.out);
+  for (const auto& f : report["findings"]) {
+    named |=
+        f["evidence"].value("result", "") == "unknown" &&
+        f["evidence"].value("error", "").find("not a regular file (a FIFO)") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << r.out;
+
+  std::string profile = root + "/profile.yaml";
+  ASSERT_EQ(::mkfifo(profile.c_str(), 0600), 0);
+  r = RunBinaryWithin(60, TOCSIN_BINARY, {"node", "--root", root, "--profile", profile});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--profile " + profile + ": not a regular file (a FIFO)"), std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

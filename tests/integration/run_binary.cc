@@ -34,6 +34,13 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
   return Process(argv, extra_env, stdin_path).Wait();
 }
 
+RunResult RunBinaryWithin(int seconds, const std::string& binary,
+                          const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"timeout", "-s", "KILL", std::to_string(seconds), binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Process(argv).Wait();
+}
+
 std::string TempDir(const char* name) {
   std::string tmpl = std::string("/tmp/tocsin-") + name + "-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());

@@ -18,6 +18,11 @@ RunResult RunBinary(const std::string& binary, const std::vector<std::string>& a
                     const std::vector<std::string>& extra_env = {},
                     const std::string& stdin_path = "/dev/null");
 
+// RunBinary under timeout(1): a run that outlives `seconds` is killed (exit code 137), so a test
+// of something that could hang (a FIFO where a file belongs) fails instead of hanging.
+RunResult RunBinaryWithin(int seconds, const std::string& binary,
+                          const std::vector<std::string>& args);
+
 // A process running beside the test, its output going to temporary files; Wait() collects it.
 class Process {
  public:

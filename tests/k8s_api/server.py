@@ -197,13 +197,21 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
 
     def authenticated(self):
         args = self.state.args
-        if not args.token and not args.require_client_cert:
+        if not args.token and not args.token_file and not args.require_client_cert:
             return "anonymous"
         cert = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
         if cert:
             return "x509"
         if args.token and self.headers.get("Authorization", "") == "Bearer " + args.token:
             return "token"
+        if args.token_file:  # what the file holds now: a rotated token replaces the old one
+            try:
+                with open(args.token_file) as f:
+                    current = f.read().strip()
+            except OSError:
+                current = ""
+            if current and self.headers.get("Authorization", "") == "Bearer " + current:
+                return "token"
         return None
 
     def do_GET(self):
@@ -369,6 +377,7 @@ def main():
     p.add_argument("--snapshot", action="append", required=True)
     p.add_argument("--tls-dir", help="folder with ca.crt, server.crt, server.key (HTTPS)")
     p.add_argument("--token", help="accept this bearer token")
+    p.add_argument("--token-file", help="accept only the bearer token this file holds now")
     p.add_argument("--require-client-cert", action="store_true",
                    help="accept only verified client certificates (or --token)")
     p.add_argument("--fail-first", type=int, default=0, help="answer 503 to the first N lists")
