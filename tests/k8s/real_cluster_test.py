@@ -11,6 +11,7 @@ Run by `make test` (which brings the control plane up and sets TOCSIN_K8S_ENV); 
 import glob
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -89,6 +90,46 @@ class SchedulerTest(ClusterTestCase):
             # 1.20's message: "0/3 nodes are available: 3 Insufficient rdma/hca_shared_devices_b."
             self.assertIn("Insufficient rdma/hca_shared_devices_b", c["message"])
         self.cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+class LiveEqualsSnapshotTest(ClusterTestCase):
+    """audit live and audit --from a kubectl snapshot of the same real cluster say the same thing
+    (the fixture-based version of this runs against the test API server)."""
+
+    def test_live_findings_equal_snapshot_findings(self):
+        c = self.cluster
+        ns = c.namespace("tocsin-same")
+        # Something to find that stays put: a job the scheduler cannot place.
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "stuck", "namespace": ns},
+               "spec": {"parallelism": 2, "completions": 2, "template": {"spec": {
+                   "restartPolicy": "Never",
+                   "containers": [{"name": "train", "image": "busybox", "command": ["true"],
+                                   "resources": {"limits": {"rdma/hca_shared_devices_b": "1"}}}]}}}}
+        c.kubectl("apply", "-f", "-", stdin=json.dumps(job))
+        now = "2026-11-29T00:00:00Z"
+        snapshot = os.path.join(tempfile.mkdtemp(prefix="tocsin-same-"), "cluster.json")
+
+        def agree():
+            # Other tests' namespaces may still be going away: compare once the cluster is quiet.
+            with open(snapshot, "w") as f:
+                f.write(c.kubectl("get", "nodes,pods,daemonsets,configmaps", "-A", "-o",
+                                  "json").stdout)
+            live = run_tocsin("audit", "-o", "json", "--now", now, "--kubeconfig", c.kubeconfig)
+            again = c.kubectl("get", "nodes,pods,daemonsets,configmaps", "-A", "-o", "json").stdout
+            with open(snapshot) as f:
+                if json.loads(f.read())["items"] != json.loads(again)["items"]:
+                    return None  # the cluster changed while the audit read it
+            frm = run_tocsin("audit", "-o", "json", "--now", now, "--from", snapshot)
+            return (live, frm) if live.stdout and frm.stdout else None
+        live, frm = c.wait_for(agree, 90, "a quiet cluster to compare live and snapshot on")
+        self.assertEqual(live.returncode, frm.returncode, live.stderr + frm.stderr)
+        found = json.loads(live.stdout)["findings"]
+        self.assertEqual(found, json.loads(frm.stdout)["findings"])
+        # Not two empty lists: the fabric nodes have no device plugin here, at the least.
+        self.assertIn("daemonset.coverage", [f["check"] for f in found])
+        shutil.rmtree(os.path.dirname(snapshot), ignore_errors=True)
+        c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
 class DaemonSetControllerTest(ClusterTestCase):
@@ -255,6 +296,51 @@ class RbacTest(ClusterTestCase):
         self.assertIn(r.returncode, (0, 1), r.stderr)
         report = json.loads(r.stdout)
         self.assertEqual(report["inventory"]["nodes"], 3, report["inventory"])
+
+    def test_audit_without_rights_is_a_clear_error_naming_the_rbac_file(self):
+        """The real authorizer's 403, as tocsin audit reports it (the fake's --forbid, for real)."""
+        c = self.cluster
+        c.kubectl("create", "serviceaccount", "-n", "tocsin", "tocsin-nobody")
+        kc = c.token_kubeconfig(os.path.join(self.tmp, "nobody.kubeconfig"),
+                                c.service_account_token("tocsin", "tocsin-nobody"))
+        r = run_tocsin("audit", "--kubeconfig", kc)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("HTTP 403", r.stderr)
+        self.assertIn("deploy/rbac/audit.yaml", r.stderr)
+
+    def test_agent_for_an_unknown_node_keeps_serving_and_says_why(self):
+        c = self.cluster
+        kc = c.token_kubeconfig(os.path.join(self.tmp, "agent-unknown.kubeconfig"),
+                                self.token("tocsin-agent"))
+        agent = subprocess.Popen(
+            [tocsin_binary(), "agent", "--root", os.path.join(SOURCE, "testdata", "nodes", "empty"),
+             "--listen", "127.0.0.1:0", "--kubeconfig", kc, "--node-name", "no-such-node",
+             "--reconcile", "200ms"],
+            env=dict(os.environ, KUBECONFIG=""), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
+        lines = []
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # bounded, even if the agent went quiet
+                ready, _, _ = select.select([agent.stderr], [], [], deadline - time.monotonic())
+                if not ready:
+                    break
+                line = agent.stderr.readline()
+                if not line:
+                    break
+                lines.append(line)
+                if "/api/v1/nodes/no-such-node: HTTP 404" in line:
+                    break
+        finally:
+            agent.terminate()
+            try:
+                agent.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.communicate()
+        self.assertTrue(any("/api/v1/nodes/no-such-node: HTTP 404" in x for x in lines),
+                        "".join(lines[-20:]))
+        self.assertEqual(agent.returncode, 0)
 
     def test_audit_is_denied_what_it_should_not_have(self):
         token = self.token("tocsin-audit")
