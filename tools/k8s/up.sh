@@ -68,17 +68,9 @@ SERVER=https://127.0.0.1:$API_PORT
 # --- certificates: a throw-away CA (EC P-256, fast), one cert per component -----------------------
 (
   cd "$STATE/pki"
-  ossl() { openssl "$@" 2>/dev/null; }
-  ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 7 \
-    -subj "/CN=tocsin-test-kubernetes-ca" -keyout ca.key -out ca.crt
-  sign() {  # name subject extensions
-    ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "$2" \
-      -keyout "$1.key" -out "$1.csr"
-    printf '%s\n' "$3" >"$1.ext"
-    ossl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 \
-      -extfile "$1.ext" -out "$1.crt"
-    rm -f "$1.csr" "$1.ext"
-  }
+  # shellcheck source=tools/pki.sh
+  . "$ROOT/tools/pki.sh"
+  new_ca ca "/CN=tocsin-test-kubernetes-ca" 7
   sign apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 extendedKeyUsage=serverAuth"
   sign admin "/O=system:masters/CN=kubernetes-admin" "extendedKeyUsage=clientAuth"
