@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the cluster snapshots under testdata/clusters/: what
 `kubectl get nodes,pods,daemonsets -A -o json` prints (a v1 List), in the object formats of
-shared/reference/formats.md sections 4 (RDMA resources, NFD labels) and 7 (DaemonSetStatus with
-omitempty counters, ContainerStatus, the CrashLoopBackOff message). Every test runs with
+docs/FORMATS.md, "Kubernetes objects" (NFD labels, DaemonSetStatus with omitempty counters,
+ContainerStatus, the CrashLoopBackOff message) and "RDMA device plugins" (RDMA resources and the
+plugins' ConfigMaps). Every test runs with
 --now 2026-11-29T00:00:00Z.
 
 Run from the repository root: python3 tools/make_k8s_fixtures.py

@@ -2,10 +2,10 @@
 """Writes the whole-node fixture trees under testdata/nodes/.
 
 Each tree stands in for "/" of one node (tocsin node --root DIR). File contents follow the
-kernel's sysfs formats (drivers/infiniband/core/sysfs.c, PCI and net class attributes), procfs
-(proc(5) mountinfo) and the Lustre client's procfs/debugfs files, as quoted with sources in
-shared/reference/formats.md. Symlinks are laid out as sysfs lays them out: class entries are
-relative links into /sys/devices/pci..., and every `device` link is relative too.
+formats described, with their upstream sources, in docs/FORMATS.md: "InfiniBand sysfs",
+"Network interfaces sysfs", "PCI sysfs", "Mount table" and "Lustre". Symlinks are laid out as
+sysfs lays them out: class entries are relative links into /sys/devices/pci..., and every
+`device` link is relative too.
 
 Run from the repository root: python3 tools/make_node_fixtures.py
 The trees are committed; rerun this after changing it and commit the result.

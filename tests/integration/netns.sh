@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Four test "nodes" as network namespaces on a Linux bridge (shared/reference/environment.md §1).
+# Four test "nodes" as network namespaces on a Linux bridge (the kernel needs netns, veth, bridge).
 #   netns.sh up PREFIX      -> PREFIX1..PREFIX4 with eth0 = 10.77.0.1..4/24 on bridge PREFIXbr
 #   netns.sh shape PREFIX N RATE   -> tbf RATE on node N's eth0 (its egress)
 #   netns.sh down PREFIX
