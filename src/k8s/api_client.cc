@@ -219,6 +219,9 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
     Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
     Curl().easy_setopt(c, CURLOPT_HTTPGET, 1L);  // also forgets POSTFIELDS
   }
+  long status = 0;
+  if (rc == CURLE_OK) Curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  if (options_.on_exchange) options_.on_exchange(method, path, status);
   std::string where = method + " " + url;
   if (sink.overflow) {
     return Status::IoError(where + ": response larger than " + std::to_string(options_.max_body) +
@@ -236,11 +239,22 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
     }
     return Status::Unavailable(where + ": " + detail);
   }
-  Curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  resp.status = status;
   return resp;
 }
 
 Result<std::string> ApiClient::Get(const std::string& path) { return Send("GET", path, "", ""); }
+
+Status ApiClient::PrepareCredential() {
+  if (access_.exec && cred_expires_ && *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
+    if (Status st = RefreshCredential(false); !st.ok()) return st;
+  }
+  if (!access_.token_file.empty() &&
+      std::chrono::steady_clock::now() - *token_read_at_ >= options_.token_reread) {
+    (void)ReadTokenFile();  // rotated meanwhile, or gone for a moment: the old token is kept
+  }
+  return Status::Ok();
+}
 
 Result<std::string> ApiClient::Send(const std::string& method, const std::string& path,
                                     const std::string& body, const std::string& content_type) {
@@ -248,14 +262,7 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
   bool reauthenticated = false;
   Status last;
   for (int attempt = 1; attempt <= options_.attempts; ++attempt) {
-    if (access_.exec && cred_expires_ &&
-        *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
-      if (Status st = RefreshCredential(false); !st.ok()) return st;
-    }
-    if (!access_.token_file.empty() &&
-        std::chrono::steady_clock::now() - *token_read_at_ >= options_.token_reread) {
-      (void)ReadTokenFile();  // rotated meanwhile, or gone for a moment: the old token is kept
-    }
+    if (Status st = PrepareCredential(); !st.ok()) return st;
     auto r = Exchange(method, path, body, content_type);
     last_status_ = r.ok() ? r->status : 0;
     std::string where = method + " " + access_.server + path;
@@ -299,7 +306,7 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
 }
 
 Status ApiClient::DecodePages(const std::string& collection, const std::string& kind, int64_t limit,
-                              Snapshot& out, bool& gone) {
+                              Snapshot& out, bool& gone, std::string* resource_version) {
   CURL* c = static_cast<CURL*>(curl_);
   std::string cont;
   int page = 0;
@@ -330,24 +337,28 @@ Status ApiClient::DecodePages(const std::string& collection, const std::string& 
       return Status::ParseError("GET " + source + ": answered kind \"" + meta.kind + "\", want " +
                                 kind + "List");
     }
+    if (page == 0 && resource_version != nullptr) *resource_version = meta.resource_version;
     cont = meta.continue_token;
     ++page;
   } while (!cont.empty());
   return Status::Ok();
 }
 
-Status ApiClient::List(const std::string& collection, const std::string& kind, Snapshot& out) {
+Status ApiClient::List(const std::string& collection, const std::string& kind, Snapshot& out,
+                       std::string* resource_version) {
   size_t nodes = out.nodes.size(), pods = out.pods.size(), ds = out.daemonsets.size();
+  size_t jobs = out.jobs.size();
   size_t sources = out.sources.size();
   bool gone = false;
-  Status st = DecodePages(collection, kind, options_.page_size, out, gone);
+  Status st = DecodePages(collection, kind, options_.page_size, out, gone, resource_version);
   if (!st.ok() || !gone) return st;
   // The continue token expired mid-list: drop this resource's pages and list it whole.
   out.nodes.resize(nodes);
   out.pods.resize(pods);
   out.daemonsets.resize(ds);
+  out.jobs.resize(jobs);
   out.sources.resize(sources);
-  return DecodePages(collection, kind, 0, out, gone);
+  return DecodePages(collection, kind, 0, out, gone, resource_version);
 }
 
 }  // namespace tocsin::k8s

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "k8s/decode.h"
@@ -24,6 +26,9 @@ struct ClientOptions {
   // A token file (tokenFile, the in-cluster projected token) is read again when its last read is
   // this old, and at once on a 401, as client-go does: the kubelet rotates it about hourly.
   std::chrono::milliseconds token_reread{60000};
+  // Called after every HTTP exchange (watches included) with its method, path and status (0: a
+  // transport error): the controller counts requests by verb and code with it.
+  std::function<void(const std::string& method, const std::string& path, long status)> on_exchange;
 };
 
 // An HTTP response: status and body.
@@ -55,7 +60,25 @@ class ApiClient {
   // page by page with limit/continue, decoding every
   // page into `out` (which must be a `<kind>List`). A continue token that expired (410) restarts
   // the list once without pagination, as client-go's pager does.
-  Status List(const std::string& collection, const std::string& kind, Snapshot& out);
+  // `resource_version`, when given, receives the list's metadata.resourceVersion (the version a
+  // watch resumes from).
+  Status List(const std::string& collection, const std::string& kind, Snapshot& out,
+              std::string* resource_version = nullptr);
+
+  // A watch (`path` carries watch=1 and its query): streams the response, calling `on_line` with
+  // every complete line (one watch event each; at most `max_line` bytes, else an error) until
+  // the server ends the response, `timeout` passes, `on_line` returns false, or `*stop` turns
+  // true (checked about every second and on every byte received). One attempt, no retries (the
+  // informer backs off); OK when the server ended the stream cleanly or `on_line` stopped it. A
+  // non-2xx answer is an error naming the status (last_status() gives it: 410 means relist).
+  // `on_open` is called once the server has answered 2xx (the watch is established).
+  Status Watch(const std::string& path, std::chrono::milliseconds timeout,
+               const std::function<bool(std::string_view line)>& on_line,
+               const std::atomic<bool>* stop, const std::function<void()>& on_open = nullptr,
+               size_t max_line = 64u << 20);
+
+  // HTTP status of the last exchange (0: none, or a transport error).
+  long last_status() const { return last_status_; }
 
   const ClusterAccess& access() const { return access_; }
   int requests() const { return requests_; }
@@ -63,13 +86,15 @@ class ApiClient {
  private:
   ApiClient(ClusterAccess access, ClientOptions options);
   Status RefreshCredential(bool force);
+  // Before each request: an exec credential about to expire is renewed, a token file re-read.
+  Status PrepareCredential();
   // token_ from access_.token_file (a failed read keeps the token there was, as client-go).
   Status ReadTokenFile();
   // One attempt, no retries.
   Result<HttpResponse> Exchange(const std::string& method, const std::string& path,
                                 const std::string& body, const std::string& content_type);
   Status DecodePages(const std::string& collection, const std::string& kind, int64_t limit,
-                     Snapshot& out, bool& gone);
+                     Snapshot& out, bool& gone, std::string* resource_version);
 
   ClusterAccess access_;
   ClientOptions options_;

@@ -276,6 +276,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     out.pods.push_back(std::move(pod));
   } else if (kind == "Node") {
     node.name = meta.name;
+    node.uid = meta.uid;
     node.labels = std::move(meta.labels);
     node.created = meta.created;
     out.nodes.push_back(std::move(node));
@@ -294,6 +295,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     });
     out.configmaps.push_back(std::move(cm));
   } else {
+    if (IsJobKind(kind)) out.jobs.push_back({kind, meta.ns, meta.name, meta.uid});
     out.other_kinds[kind.empty() ? "(no kind)" : kind]++;
   }
   return {};

@@ -21,4 +21,8 @@ const Condition* Node::FindCondition(const std::string& type) const {
   return nullptr;
 }
 
+bool IsJobKind(const std::string& kind) {
+  return kind == "Job" || kind == "PyTorchJob" || kind == "MPIJob" || kind == "JobSet";
+}
+
 }  // namespace tocsin::k8s

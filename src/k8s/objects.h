@@ -70,7 +70,7 @@ struct Pod {
 };
 
 struct Node {
-  std::string name;
+  std::string name, uid;
   StringMap labels;
   StringMap allocatable;
   std::optional<TimePoint> created;
@@ -103,13 +103,23 @@ struct ConfigMap {
   StringMap data;
 };
 
+// A training job's top object (batch Job, Kubeflow PyTorchJob/MPIJob, JobSet): what Events about
+// the job name. The audit groups pods by their labels; it does not read these.
+struct ObjectRef {
+  std::string kind, ns, name, uid;
+};
+
+// The kinds decoded into Snapshot::jobs.
+bool IsJobKind(const std::string& kind);
+
 struct Snapshot {
   std::vector<Node> nodes;
   std::vector<Pod> pods;
   std::vector<DaemonSet> daemonsets;
   std::vector<ConfigMap> configmaps;
+  std::vector<ObjectRef> jobs;
   std::vector<std::string> sources;
-  std::map<std::string, int> other_kinds;  // kinds seen and not used (Job, Service, ...)
+  std::map<std::string, int> other_kinds;  // kinds seen and not checked (Job, Service, ...)
   std::vector<std::string> load_errors;    // objects that could not be read (LoadCluster)
 };
 
