@@ -8,6 +8,7 @@
 
 #include "audit/checks.h"
 #include "base/strings.h"
+#include "k8s/events.h"
 
 namespace tocsin::agent {
 namespace {
@@ -93,28 +94,21 @@ std::string KubeReporter::AffectedPods(const std::string& type) {
 
 Status KubeReporter::PostEvent(const NodeCondition& c, const std::string& previous_status,
                                TimePoint now) {
-  std::string ts = FormatRfc3339(now);
-  json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata",
-       {{"generateName", options_.node_name + "."}, {"namespace", options_.event_namespace}}},
-      {"involvedObject",
-       {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}, {"uid", uid_}}},
-      {"reason", c.reason},
-      {"message", c.type + " is " + c.status +
-                      (previous_status.empty() ? "" : " (was " + previous_status + ")") + ": " +
-                      c.message + (c.status == "True" ? AffectedPods(c.type) : "")},
-      {"type", c.status == "True" ? "Warning" : "Normal"},
-      {"source", {{"component", "tocsin-agent"}, {"host", options_.node_name}}},
-      {"reportingComponent", "tocsin-agent"},
-      {"reportingInstance", options_.node_name},
-      {"firstTimestamp", ts},
-      {"lastTimestamp", ts},
-      {"count", 1}};
-  auto r = client_->Send("POST", "/api/v1/namespaces/" + options_.event_namespace + "/events",
-                         event.dump(), "application/json");
-  if (!r.ok()) return r.status();
+  k8s::EventSpec event;
+  event.ns = options_.event_namespace;
+  event.api_version = "v1";
+  event.kind = "Node";
+  event.name = options_.node_name;
+  event.uid = uid_;
+  event.type = c.status == "True" ? "Warning" : "Normal";
+  event.reason = c.reason;
+  event.message = c.type + " is " + c.status +
+                  (previous_status.empty() ? "" : " (was " + previous_status + ")") + ": " +
+                  c.message + (c.status == "True" ? AffectedPods(c.type) : "");
+  event.component = "tocsin-agent";
+  event.instance = options_.node_name;
+  event.time = now;
+  if (Status st = k8s::PostEvent(*client_, event); !st.ok()) return st;
   ++events_;
   return Status::Ok();
 }

@@ -37,15 +37,16 @@ int QuietLog(const mg_connection*, const char*) { return 1; }  // no access/erro
 
 }  // namespace
 
-MetricsServer::MetricsServer(std::shared_ptr<prometheus::Registry> registry)
-    : registry_(std::move(registry)) {
+MetricsServer::MetricsServer(std::shared_ptr<prometheus::Registry> registry, std::string daemon,
+                             std::string not_ready)
+    : registry_(std::move(registry)), not_ready_(std::move(not_ready)) {
   scrapes_ = &prometheus::BuildCounter()
-                  .Name("tocsin_agent_scrapes_total")
-                  .Help("Scrapes of /metrics served by this agent.")
+                  .Name("tocsin_" + daemon + "_scrapes_total")
+                  .Help("Scrapes of /metrics served by this " + daemon + ".")
                   .Register(*registry_)
                   .Add({});
   scrape_seconds_ = &prometheus::BuildHistogram()
-                         .Name("tocsin_agent_scrape_duration_seconds")
+                         .Name("tocsin_" + daemon + "_scrape_duration_seconds")
                          .Help("Time to render /metrics.")
                          .Register(*registry_)
                          .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.005,
@@ -93,7 +94,7 @@ int MetricsServer::Handle(mg_connection* conn, void* self_ptr) {
   if (uri == "/readyz") {
     bool ready = self->ready_.load();
     Respond(conn, ready ? 200 : 503, "text/plain",
-            ready ? "ready\n" : "not ready: the first check round has not finished\n");
+            ready ? "ready\n" : "not ready: " + self->not_ready_ + "\n");
     return ready ? 200 : 503;
   }
   Respond(conn, 404, "text/plain", "not found: /metrics, /healthz, /readyz\n");

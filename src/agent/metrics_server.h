@@ -24,7 +24,11 @@ namespace tocsin::agent {
 // builds it initialises OpenSSL when loaded, which costs the agent 4 MiB of RSS for nothing.)
 class MetricsServer {
  public:
-  explicit MetricsServer(std::shared_ptr<prometheus::Registry> registry);
+  // `daemon` names its own metrics (tocsin_<daemon>_scrapes_total); `not_ready` is what /readyz
+  // says before SetReady(true).
+  explicit MetricsServer(std::shared_ptr<prometheus::Registry> registry,
+                         std::string daemon = "agent",
+                         std::string not_ready = "the first check round has not finished");
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -49,6 +53,7 @@ class MetricsServer {
 
   mg_context* ctx_ = nullptr;
   std::string host_;
+  std::string not_ready_;
   std::atomic<bool> ready_{false};
   int port_ = 0;
   prometheus::Counter* scrapes_ = nullptr;
