@@ -370,6 +370,16 @@ bool IsRdmaResource(const std::string& name, const Options& options) {
   return false;
 }
 
+const std::vector<std::string>& CheckIds() {
+  static const std::vector<std::string> ids = {
+      "daemonset.not-ready",      "daemonset.coverage",    "node.rdma.unadvertised",
+      "node.not-ready",           "pod.crashloop",         "job.rdma.not-requested",
+      "job.nccl.fallback-env",    "job.rdma.no-network",   "job.rdma.no-ipc-lock",
+      "job.placement.spread",     "job.placement.non-fabric", "job.storage.no-shared-volume",
+      "audit.input.incomplete",   "audit.fabric.none"};
+  return ids;
+}
+
 std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options) {
   std::vector<Finding> out;
   std::set<std::string> reported;

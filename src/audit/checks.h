@@ -43,6 +43,8 @@ bool IsRdmaResource(const std::string& name, const Options& options);
 // the job.* checks (jobs.h) and what the input did not let them see (coverage.h). Grouped by subject; groups ordered by worst severity, then oldest
 // onset.
 std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options);
+// Every check id Run can report (public API; `tocsin controller` exports a status for each).
+const std::vector<std::string>& CheckIds();
 
 nlohmann::json Inventory(const k8s::Snapshot& snapshot, const Options& options);
 std::vector<Table> Tables(const k8s::Snapshot& snapshot, const Options& options);
