@@ -1,0 +1,375 @@
+#include "controller/controller.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "audit/plugin_config.h"
+#include "base/strings.h"
+#include "controller/collector.h"
+#include "k8s/decode.h"
+#include "k8s/events.h"
+
+namespace tocsin::controller {
+
+void Log(const std::string& what) {
+  std::cerr << FormatRfc3339(Clock::now()) << " tocsin controller: " << what << "\n";
+}
+
+namespace {
+
+// The verb of a request as the API server's audit log names it.
+std::string Verb(const std::string& method, const std::string& path) {
+  if (method == "POST") return "create";
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return "delete";
+  if (path.find("watch=1") != std::string::npos) return "watch";
+  if (path.find("limit=") != std::string::npos) return "list";
+  return "get";
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions options) : options_(std::move(options)) {
+  registry_ = std::make_shared<prometheus::Registry>();
+  evaluations_ = &prometheus::BuildCounter()
+                      .Name("tocsin_controller_evaluations_total")
+                      .Help("Evaluations of the checks on the cached objects.")
+                      .Register(*registry_)
+                      .Add({});
+  evaluation_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("tocsin_controller_evaluation_duration_seconds")
+           .Help("Time to evaluate the checks on the cached objects.")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
+                                                            0.5, 1, 2.5, 5, 10});
+  events_family_ = &prometheus::BuildCounter()
+                        .Name("tocsin_controller_events_total")
+                        .Help("Events posted about findings, by type (Warning, Normal).")
+                        .Register(*registry_);
+  events_dropped_ = &prometheus::BuildCounter()
+                         .Name("tocsin_controller_events_dropped_total")
+                         .Help("Transitions not posted as Events: over the per-evaluation cap, "
+                               "a subject with no object, or the API refused.")
+                         .Register(*registry_)
+                         .Add({});
+  requests_family_ = &prometheus::BuildCounter()
+                          .Name("tocsin_controller_api_requests_total")
+                          .Help("Requests to the Kubernetes API by verb and HTTP status "
+                                "(\"error\": no answer).")
+                          .Register(*registry_);
+}
+
+Controller::~Controller() { Shutdown(); }
+
+void Controller::CountRequest(const std::string& method, const std::string& path, long status) {
+  requests_family_
+      ->Add({{"verb", Verb(method, path)}, {"code", status ? std::to_string(status) : "error"}})
+      .Increment();
+}
+
+Result<std::unique_ptr<k8s::ApiClient>> Controller::NewClient() {
+  k8s::ClientOptions client = options_.client;
+  client.on_exchange = [this](const std::string& m, const std::string& p, long s) {
+    CountRequest(m, p, s);
+  };
+  return k8s::ApiClient::Create(access_, client);
+}
+
+Status Controller::Discover() {
+  auto access = k8s::ResolveAccess(options_.kubeconfig, k8s::AccessEnvironment());
+  if (!access.ok()) return access.status();
+  access_ = *access;
+  if (access_.insecure_skip_tls_verify) {
+    Log("warning: TLS verification of " + access_.server + " is off (insecure-skip-tls-verify in " +
+        access_.origin + ")");
+  }
+  TOCSIN_ASSIGN_OR_RETURN(client_, NewClient());
+  resources_ = {{"nodes", "/api/v1/nodes", "Node"},
+                {"pods", "/api/v1/pods", "Pod"},
+                {"daemonsets", "/apis/apps/v1/daemonsets", "DaemonSet"},
+                {"jobs", "/apis/batch/v1/jobs", "Job"}};
+  // The training operators' kinds, when their CRDs are installed (discovery; 404: not there).
+  struct Crd {
+    const char* group_version;
+    const char* resource;
+    const char* kind;
+  };
+  for (const Crd& crd : {Crd{"kubeflow.org/v1", "pytorchjobs", "PyTorchJob"},
+                         Crd{"kubeflow.org/v1", "mpijobs", "MPIJob"},
+                         Crd{"jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet"}}) {
+    auto body = client_->Get(std::string("/apis/") + crd.group_version);
+    if (!body.ok()) {
+      if (body.status().code() != StatusCode::kNotFound) {
+        Log("discovery of " + std::string(crd.group_version) + " failed, " + crd.resource +
+            " are not watched: " + body.status().message());
+      }
+      continue;
+    }
+    if (body->find(std::string("\"name\":\"") + crd.resource + "\"") == std::string::npos) continue;
+    resources_.push_back({crd.resource,
+                          std::string("/apis/") + crd.group_version + "/" + crd.resource, crd.kind});
+  }
+  std::vector<std::string> names;
+  for (const auto& r : resources_) names.push_back(r.name);
+  Log("API server " + access_.server + " (" + access_.origin + "); watching " + Join(names, ", "));
+  return Status::Ok();
+}
+
+Status Controller::StartHttp() {
+  server_ = std::make_unique<agent::MetricsServer>(
+      registry_, "controller", "the informers have not synced and evaluated yet");
+  collector_ = std::make_shared<Collector>(&informers_, &cache_,
+                                           [this] { return !options_.leader_elect || (elector_ && elector_->leader()); });
+  server_->AddCollectable(collector_);
+  TOCSIN_RETURN_IF_ERROR(server_->Start(options_.listen_host, options_.listen_port));
+  Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
+      std::to_string(server_->port()));
+  return Status::Ok();
+}
+
+void Controller::Wake() {
+  if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], "x", 1);
+}
+
+Status Controller::Loop(int stop_fd) {
+  if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+  }
+  for (const Resource& r : resources_) {
+    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+    informers_.push_back(std::make_unique<Informer>(r, std::move(client), &cache_,
+                                                    options_.informer, [this] { Wake(); }));
+  }
+  for (auto& inf : informers_) inf->Start();
+  if (options_.leader_elect) {
+    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+    elector_ = std::make_unique<LeaderElector>(
+        std::move(client), options_.lease,
+        [this](bool leader, const std::string& saved) {
+          Log(leader ? "became the leader (Lease " + options_.lease.ns + "/" +
+                           options_.lease.name + ")"
+                     : "lost the leadership: Events stop");
+          {
+            std::lock_guard lock(pending_mu_);
+            pending_leader_ = leader;
+            if (leader) pending_restore_ = saved;
+          }
+          Wake();
+        },
+        [this](const std::string& saved) {
+          {
+            std::lock_guard lock(pending_mu_);
+            pending_restore_ = saved;
+          }
+          Wake();
+        });
+    elector_->Start();
+  } else {
+    leader_ = true;
+  }
+  bool dirty = false;
+  auto last = std::chrono::steady_clock::now() - options_.resync;
+  bool evaluated = false;
+  while (true) {
+    auto now = std::chrono::steady_clock::now();
+    auto due = dirty ? last + options_.settle : last + options_.resync;
+    bool synced = true;
+    for (const auto& inf : informers_) synced &= inf->stats().synced;
+    int timeout_ms = 0;
+    if (due > now) {
+      timeout_ms = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count() + 1);
+    }
+    if (!synced) timeout_ms = std::min(timeout_ms == 0 ? 200 : timeout_ms, 200);
+    pollfd fds[2] = {{stop_fd, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    int n = poll(fds, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) return Status::Internal(std::string("poll: ") + std::strerror(errno));
+    if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP))) break;
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      char buf[256];
+      while (read(wake_pipe_[0], buf, sizeof buf) > 0) {
+      }
+      dirty = true;
+    }
+    if (!synced) continue;
+    now = std::chrono::steady_clock::now();
+    if ((dirty && now >= last + options_.settle) || now >= last + options_.resync) {
+      last = now;
+      dirty = false;
+      Evaluate();
+      if (!evaluated) {
+        evaluated = true;
+        server_->SetReady(true);
+        Log("ready: informers synced, first evaluation done");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void Controller::FetchPluginConfigs(bool force) {
+  std::set<std::string> wanted = cache_.Read([&](const k8s::Snapshot& s) {
+    std::set<std::string> out;
+    for (const auto& ds : s.daemonsets) {
+      if (!audit::IsDevicePlugin(ds, options_.audit)) continue;
+      for (const auto& cm : ds.config_maps) out.insert(ds.ns + "/" + cm);
+    }
+    return out;
+  });
+  if (!force && wanted == wanted_configs_) return;
+  wanted_configs_ = wanted;
+  k8s::Snapshot read;
+  std::vector<std::string> errors;
+  for (const std::string& ref : wanted) {
+    size_t slash = ref.find('/');
+    auto body = client_->Get("/api/v1/namespaces/" + ref.substr(0, slash) + "/configmaps/" +
+                             ref.substr(slash + 1));
+    Status st = body.ok() ? k8s::DecodeJson(*body, ref, read) : body.status();
+    if (!st.ok() && st.code() != StatusCode::kNotFound) errors.push_back(st.message());
+  }
+  cache_.SetConfigMaps(std::move(read.configmaps), std::move(errors));
+}
+
+void Controller::Evaluate() {
+  auto started = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(pending_mu_);
+    if (pending_leader_) {
+      leader_ = *pending_leader_;
+      pending_leader_.reset();
+    }
+    if (pending_restore_) {
+      if (pending_restore_->empty()) {
+        if (leader_) events_armed_ = true;  // a new Lease: nothing was announced before
+      } else if (Status st = tracker_.Restore(*pending_restore_); !st.ok()) {
+        Log("the findings saved in the Lease cannot be read (" + st.message() +
+            "): onsets start from now");
+      } else if (leader_) {
+        events_armed_ = true;
+      }
+      pending_restore_.reset();
+    }
+    if (!leader_ && options_.leader_elect) events_armed_ = false;
+  }
+  bool resync = started - configs_at_ >= options_.resync;
+  if (resync) configs_at_ = started;
+  FetchPluginConfigs(resync);
+  audit::Options opt = options_.audit;
+  opt.now = Clock::now();
+  std::vector<Finding> findings = cache_.Read([&](const k8s::Snapshot& s) {
+    audit::Options with = audit::WithPluginConfig(s, opt);
+    return audit::Run(s, with);
+  });
+  std::vector<Transition> transitions = tracker_.Update(findings, opt.now);
+  if (!options_.leader_elect && !events_armed_) {
+    events_armed_ = true;  // no saved state: what is active at start was announced before
+  } else if (leader_ && events_armed_ && options_.events) {
+    PostEvents(transitions);
+  }
+  Published p;
+  if (elector_) {
+    size_t dropped = 0;
+    std::string state = tracker_.Serialize(options_.max_state_bytes, &dropped);
+    if (leader_) elector_->SetState(state);
+    p.state_dropped = static_cast<int64_t>(dropped);
+  }
+  p.findings = std::move(findings);
+  p.evaluated = true;
+  p.last_evaluation = opt.now;
+  collector_->Publish(std::move(p));
+  evaluations_->Increment();
+  evaluation_seconds_->Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
+void Controller::PostEvents(const std::vector<Transition>& transitions) {
+  size_t posted = 0;
+  for (const Transition& t : transitions) {
+    if (posted >= options_.max_events_per_evaluation) {
+      events_dropped_->Increment();
+      continue;
+    }
+    const Finding& f = t.finding;
+    k8s::EventSpec e;
+    std::vector<std::string> parts;
+    for (std::string_view part : Split(f.subject, '/')) parts.emplace_back(part);
+    if (f.check == "daemonset.not-ready" && parts.size() == 2) {
+      e.api_version = "apps/v1";
+      e.kind = "DaemonSet";
+      e.object_ns = parts[0];
+      e.name = parts[1];
+    } else if (f.check.rfind("pod.", 0) == 0 && parts.size() == 2) {
+      e.api_version = "v1";
+      e.kind = "Pod";
+      e.object_ns = parts[0];
+      e.name = parts[1];
+    } else if ((f.check.rfind("node.", 0) == 0 || f.check == "daemonset.coverage") &&
+               parts.size() == 1 && f.subject != "cluster") {
+      e.api_version = "v1";
+      e.kind = "Node";
+      e.name = f.subject;
+    } else if (f.check.rfind("job.", 0) == 0 && parts.size() == 3) {
+      e.object_ns = parts[1];
+      e.name = parts[2];
+      if (parts[0] == "job") {
+        e.api_version = "batch/v1";
+        e.kind = "Job";
+      } else if (parts[0] == "jobset") {
+        e.api_version = "jobset.x-k8s.io/v1alpha2";
+        e.kind = "JobSet";
+      } else {
+        for (const char* kind : {"PyTorchJob", "MPIJob"}) {
+          if (!cache_.Uid(kind, e.object_ns, e.name).empty()) e.kind = kind;
+        }
+        e.api_version = "kubeflow.org/v1";
+      }
+    }
+    if (e.kind.empty()) {  // "cluster", "nodes", or a job whose object is not known
+      events_dropped_->Increment();
+      continue;
+    }
+    e.uid = cache_.Uid(e.kind, e.object_ns, e.name);
+    e.ns = e.object_ns.empty() ? options_.event_namespace : e.object_ns;
+    e.type = t.appeared ? "Warning" : "Normal";
+    e.reason = t.appeared ? "TocsinFinding" : "TocsinFindingCleared";
+    std::string since = f.since ? FormatRfc3339(*f.since) : "unknown";
+    e.message = t.appeared ? fmt::format("{} ({}, since {}): {}", f.check, SeverityName(f.severity),
+                                         since, f.message)
+                           : fmt::format("{} cleared (it had been active since {}): {}", f.check,
+                                         since, f.message);
+    e.component = "tocsin-controller";
+    e.instance = options_.lease.identity;
+    e.time = Clock::now();
+    ++posted;
+    if (Status st = k8s::PostEvent(*client_, e); !st.ok()) {
+      events_dropped_->Increment();
+      Log("event about " + f.subject + " not posted: " + st.message());
+      continue;
+    }
+    events_family_->Add({{"type", e.type}}).Increment();
+  }
+}
+
+void Controller::Shutdown() {
+  for (auto& inf : informers_) inf->RequestStop();  // all at once: each watch aborts within ~1 s
+  for (auto& inf : informers_) inf->Stop();
+  if (elector_) elector_->Stop();            // releases a held Lease
+  if (server_) server_->Stop();
+  informers_.clear();
+  for (int& fd : wake_pipe_) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+}
+
+}  // namespace tocsin::controller

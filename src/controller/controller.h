@@ -1,0 +1,113 @@
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/metrics_server.h"
+#include "audit/checks.h"
+#include "controller/cache.h"
+#include "controller/informer.h"
+#include "controller/lease.h"
+#include "controller/tracker.h"
+#include "k8s/api_client.h"
+#include "k8s/kubeconfig.h"
+
+namespace tocsin::controller {
+
+struct ControllerOptions {
+  std::string listen_host = "0.0.0.0";
+  int listen_port = 9465;
+  k8s::KubeconfigOptions kubeconfig;
+  k8s::ClientOptions client;
+  audit::Options audit;  // --device-plugin, --fabric-nodes, ... (now and plugin_config are set here)
+  std::chrono::milliseconds settle{1000};    // at most one evaluation per settle after changes
+  std::chrono::milliseconds resync{300000};  // at least one evaluation this often
+  bool leader_elect = false;
+  LeaseOptions lease;
+  bool events = true;
+  std::string event_namespace = "default";  // Events about cluster-scoped objects (Nodes)
+  InformerOptions informer;
+  size_t max_events_per_evaluation = 50;  // more transitions at once are counted, not posted
+  size_t max_state_bytes = 200 << 10;     // the Lease annotation (the API allows 256 KiB in all)
+};
+
+// What an evaluation left for /metrics.
+struct Published {
+  std::vector<Finding> findings;
+  bool evaluated = false;
+  bool synced = false;  // every informer has listed once
+  bool api_ok = false;  // every watch is up
+  TimePoint last_evaluation{};
+  int64_t state_dropped = 0;
+};
+
+// `tocsin controller`: the cluster audit, always on, as named steps. Discover (credentials, and
+// the training kinds whose CRDs exist), StartHttp (/metrics, /healthz, /readyz), Loop (informers
+// and leader election started; the audit's checks evaluated on the cache after changes,
+// coalesced by `settle`, and every `resync`; Events on transitions from the leader only; until
+// a byte arrives on stop_fd) and Shutdown (informers stopped, a held Lease released).
+class Controller {
+ public:
+  explicit Controller(ControllerOptions options);
+  ~Controller();
+
+  Status Discover();
+  Status StartHttp();
+  Status Loop(int stop_fd);
+  void Shutdown();
+
+  int port() const { return server_ ? server_->port() : 0; }
+
+  class Collector;
+
+ private:
+  void Evaluate();
+  void FetchPluginConfigs(bool force);
+  void PostEvents(const std::vector<Transition>& transitions);
+  void Wake();
+  void CountRequest(const std::string& method, const std::string& path, long status);
+  Result<std::unique_ptr<k8s::ApiClient>> NewClient();
+
+  ControllerOptions options_;
+  k8s::ClusterAccess access_;
+  std::vector<Resource> resources_;
+  ObjectCache cache_;
+  std::vector<std::unique_ptr<Informer>> informers_;
+  std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<k8s::ApiClient> client_;  // the evaluation thread's: ConfigMaps, Events
+  FindingTracker tracker_;
+  bool events_armed_ = false;  // transitions are posted once the previous state is known
+  std::set<std::string> wanted_configs_;
+  std::chrono::steady_clock::time_point configs_at_{};
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<agent::MetricsServer> server_;
+  std::shared_ptr<Collector> collector_;
+  prometheus::Counter* evaluations_ = nullptr;
+  prometheus::Histogram* evaluation_seconds_ = nullptr;
+  prometheus::Family<prometheus::Counter>* events_family_ = nullptr;
+  prometheus::Counter* events_dropped_ = nullptr;
+  prometheus::Family<prometheus::Counter>* requests_family_ = nullptr;
+
+  int wake_pipe_[2] = {-1, -1};
+  std::mutex pending_mu_;
+  std::optional<std::string> pending_restore_;  // from the elector's thread
+  std::optional<bool> pending_leader_;
+  bool leader_ = false;  // as the evaluation thread knows it
+};
+
+// Writes one timestamped line to stderr: "2026-12-01T01:02:03Z tocsin controller: <what>".
+void Log(const std::string& what);
+
+}  // namespace tocsin::controller

@@ -1,0 +1,93 @@
+#include "controller/tracker.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace tocsin::controller {
+
+Status FindingTracker::Restore(std::string_view saved) {
+  auto doc = nlohmann::json::parse(saved, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || doc.value("version", 0) != 1 || !doc.contains("findings") ||
+      !doc["findings"].is_array()) {
+    return Status::ParseError("saved findings: not a version 1 document");
+  }
+  std::map<Key, Entry> restored;
+  for (const auto& f : doc["findings"]) {
+    if (!f.is_object() || !f.contains("check") || !f["check"].is_string() ||
+        !f.contains("subject") || !f["subject"].is_string() || !f.contains("since") ||
+        !f["since"].is_string()) {
+      return Status::ParseError("saved findings: an entry without check, subject and since");
+    }
+    auto since = ParseRfc3339(f["since"].get<std::string>());
+    if (!since) return Status::ParseError("saved findings: since is not an RFC 3339 time");
+    Entry e;
+    e.since = *since;
+    if (f.contains("severity") && f["severity"].is_string()) {
+      e.severity = ParseSeverity(f["severity"].get<std::string>()).value_or(Severity::kWarning);
+    }
+    if (f.contains("message") && f["message"].is_string()) e.message = f["message"];
+    restored[{f["check"].get<std::string>(), f["subject"].get<std::string>()}] = std::move(e);
+  }
+  active_ = std::move(restored);
+  restored_ = true;
+  return Status::Ok();
+}
+
+std::string FindingTracker::Serialize(size_t max_bytes, size_t* dropped) const {
+  // Oldest onsets first: those are the ones a restart must not lose.
+  std::vector<std::pair<const Key*, const Entry*>> order;
+  for (const auto& [k, e] : active_) order.push_back({&k, &e});
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second->since < b.second->since; });
+  nlohmann::json findings = nlohmann::json::array();
+  size_t bytes = 40;  // the envelope
+  size_t left_out = 0;
+  for (const auto& [k, e] : order) {
+    nlohmann::json f = {{"check", k->first},
+                        {"subject", k->second},
+                        {"severity", std::string(SeverityName(e->severity))},
+                        {"since", FormatRfc3339(e->since)}};
+    size_t size = f.dump().size() + 1;
+    if (bytes + size > max_bytes) {
+      ++left_out;
+      continue;
+    }
+    bytes += size;
+    findings.push_back(std::move(f));
+  }
+  if (dropped != nullptr) *dropped = left_out;
+  return nlohmann::json{{"version", 1}, {"findings", findings}}.dump();
+}
+
+std::vector<Transition> FindingTracker::Update(std::vector<Finding>& findings, TimePoint now) {
+  std::map<Key, Entry> next;
+  std::vector<Transition> out;
+  for (Finding& f : findings) {
+    Key key{f.check, f.subject};
+    auto prev = active_.find(key);
+    if (!f.since) f.since = prev != active_.end() ? prev->second.since : now;
+    bool fresh = !next.count(key);
+    if (prev == active_.end() && fresh) out.push_back({true, f});
+    Entry& e = next[key];
+    // One entry per check and subject: the worst severity and the earliest onset among them.
+    if (fresh || f.severity > e.severity) {
+      e.severity = f.severity;
+      e.message = f.message;
+    }
+    e.since = fresh ? *f.since : std::min(e.since, *f.since);
+  }
+  for (const auto& [key, e] : active_) {
+    if (next.count(key)) continue;
+    Finding f;
+    f.check = key.first;
+    f.subject = key.second;
+    f.severity = e.severity;
+    f.message = e.message;
+    f.since = e.since;
+    out.push_back({false, std::move(f)});
+  }
+  active_ = std::move(next);
+  return out;
+}
+
+}  // namespace tocsin::controller
