@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "agent/agent.h"
+#include "cli/daemon_flags.h"
 #include "cli/node_flags.h"
 #include "cli/report_flags.h"
 #include "cli/yaml_config.h"
@@ -54,13 +55,7 @@ extern "C" void OnStop(int) { (void)!write(g_stop_pipe[1], "x", 1); }
 extern "C" void OnHangup(int) { (void)!write(g_wake_pipe[1], "x", 1); }
 
 Status Duration(const std::string& flag, const std::string& text, std::chrono::milliseconds& out) {
-  auto d = ParseDuration(text);
-  if (!d || d->count() == 0) {
-    return Status::InvalidArgument(flag + ": not a duration: \"" + text +
-                                   "\" (e.g. 500ms, 15s, 2m)");
-  }
-  out = *d;
-  return Status::Ok();
+  return ParseDurationFlag(flag, text, out);
 }
 
 // TASK=DURATION items of --interval / --timeout into the schedules.
@@ -91,18 +86,7 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
     return Status::InvalidArgument("--root " + f.root + ": not a directory");
   }
   o.root = f.root;
-  auto colon = f.listen.rfind(':');
-  char* end = nullptr;
-  long port = colon == std::string::npos ? -1 : std::strtol(f.listen.c_str() + colon + 1, &end, 10);
-  if (colon == std::string::npos || end == nullptr || *end != '\0' || port < 0 || port > 65535) {
-    return Status::InvalidArgument("--listen \"" + f.listen +
-                                   "\": expected HOST:PORT (port 0: any)");
-  }
-  o.listen_host = colon == 0 ? "0.0.0.0" : f.listen.substr(0, colon);
-  if (o.listen_host.size() > 2 && o.listen_host.front() == '[' && o.listen_host.back() == ']') {
-    o.listen_host = o.listen_host.substr(1, o.listen_host.size() - 2);  // [::]:9464
-  }
-  o.listen_port = static_cast<int>(port);
+  if (Status s = ParseListen(f.listen, o.listen_host, o.listen_port); !s.ok()) return s;
   if (Status s = f.node.Apply(cmd, o.node); !s.ok()) return s;
   if (Status s = ApplySchedule("--interval", f.intervals, true, o.schedules); !s.ok()) return s;
   if (Status s = ApplySchedule("--timeout", f.timeouts, false, o.schedules); !s.ok()) return s;

@@ -7,6 +7,7 @@
 #include "audit/checks.h"
 #include "audit/coverage.h"
 #include "audit/plugin_config.h"
+#include "cli/daemon_flags.h"
 #include "cli/report_flags.h"
 #include "k8s/api_client.h"
 #include "k8s/decode.h"
@@ -18,12 +19,8 @@ struct AuditFlags {
   ReportFlags report;
   std::vector<std::string> from;
   std::string now;
-  std::vector<std::string> device_plugins;
-  std::string fabric_nodes;
-  std::vector<std::string> rdma_resources;
+  AuditCheckFlags checks;
   bool summary = false;
-  std::string fabric_network;
-  std::string topology_label;
   std::string kubeconfig;
   std::string context;
   double request_timeout_s = 30;
@@ -68,20 +65,7 @@ int RunAudit(const AuditFlags& f) {
     if (!now) return UsageError("--now: not an RFC 3339 time: \"" + f.now + "\"");
     options.now = *now;
   }
-  for (const auto& dp : f.device_plugins) {
-    if (dp.find('/') == std::string::npos) {
-      return UsageError("--device-plugin wants NAMESPACE/NAME, got \"" + dp + "\"");
-    }
-  }
-  options.device_plugins = f.device_plugins;
-  options.rdma_resources = f.rdma_resources;
-  options.fabric_network = f.fabric_network;
-  options.topology_label = f.topology_label;
-  if (!f.fabric_nodes.empty()) {
-    auto sel = audit::ParseSelector(f.fabric_nodes);
-    if (!sel.ok()) return UsageError(sel.status().message());
-    options.fabric_selector = *sel;
-  }
+  if (Status st = f.checks.Apply(options); !st.ok()) return UsageError(st.message());
   k8s::Snapshot snapshot;
   for (const auto& path : f.from) {
     Status st = k8s::LoadFile(path, snapshot);
@@ -130,22 +114,7 @@ Command AddAuditCommand(CLI::App& parent) {
                   "Objects per list page (limit/continue); 0 lists each resource at once")
       ->capture_default_str();
   cmd->add_option("--now", flags->now, "RFC 3339 time to compute ages against (default: now)");
-  cmd->add_option("--device-plugin", flags->device_plugins,
-                  "RDMA device-plugin DaemonSet NAMESPACE/NAME (repeatable; default: recognised "
-                  "by name or image)");
-  cmd->add_option("--fabric-nodes", flags->fabric_nodes,
-                  "Label selector k=v[,k2=v2] for nodes with RDMA hardware (default: Node Feature "
-                  "Discovery labels)");
-  cmd->add_option("--rdma-resource", flags->rdma_resources,
-                  "Extended resource that grants the fabric (repeatable; rdma/*, "
-                  "vpc.amazonaws.com/efa, nvidia.com/*rdma*|*hostdev* and the pools the device "
-                  "plugins' ConfigMaps declare are known)");
-  cmd->add_option("--fabric-network", flags->fabric_network,
-                  "Multus network that carries the fabric: multi-node job pods must attach it");
-  cmd->add_option("--topology-label", flags->topology_label,
-                  "Node label whose values are topology blocks (default: "
-                  "cloud.google.com/gce-topology-block, network.topology.nvidia.com/block, "
-                  "topology.k8s.aws/network-node-layer-1, topology.kubernetes.io/zone)");
+  flags->checks.AddTo(cmd);
   cmd->add_flag("--summary", flags->summary, "Add one line per check (for large clusters)");
   return {cmd, [flags] { return RunAudit(*flags); }};
 }

@@ -7,6 +7,7 @@
 #include "base/report.h"
 #include "cli/agent_command.h"
 #include "cli/audit_command.h"
+#include "cli/controller_command.h"
 #include "cli/bench_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
@@ -25,7 +26,7 @@ int Main(int argc, char** argv) {
     app.require_subcommand(1);
     SetProcessArgs(argc, argv);
     std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app), AddAuditCommand(app),
-                                     AddAgentCommand(app)};
+                                     AddAgentCommand(app), AddControllerCommand(app)};
     for (auto& c : AddBenchCommands(app)) commands.push_back(c);
     try {
       app.parse(argc, argv);

@@ -1,0 +1,164 @@
+#include "cli/controller_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "cli/daemon_flags.h"
+#include "cli/report_flags.h"
+#include "controller/controller.h"
+#include "sys/env.h"
+
+namespace tocsin::cli {
+namespace {
+
+struct ControllerFlags {
+  std::string listen = "0.0.0.0:9465";
+  std::string kubeconfig, context;
+  std::string request_timeout = "30s";
+  std::string settle = "1s", resync = "5m";
+  bool leader_elect = false;
+  std::string lease_name = "tocsin-controller", lease_namespace, identity;
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+  std::string event_namespace = "default";
+  bool no_events = false;
+  AuditCheckFlags checks;
+};
+
+int g_stop_pipe[2] = {-1, -1};
+extern "C" void OnControllerStop(int) { (void)!write(g_stop_pipe[1], "x", 1); }
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
+  controller::ControllerOptions o;
+  TOCSIN_RETURN_IF_ERROR(ParseListen(f.listen, o.listen_host, o.listen_port));
+  o.kubeconfig = {f.kubeconfig, f.context};
+  TOCSIN_RETURN_IF_ERROR(
+      ParseDurationFlag("--request-timeout", f.request_timeout, o.client.request_timeout));
+  o.client.connect_timeout = std::min(o.client.connect_timeout, o.client.request_timeout);
+  o.client.attempts = 2;  // informers and evaluations retry on their own
+  TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--settle", f.settle, o.settle));
+  TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--resync", f.resync, o.resync));
+  if (o.resync < o.settle) return Status::InvalidArgument("--resync must be at least --settle");
+  o.leader_elect = f.leader_elect;
+  o.lease.name = f.lease_name;
+  o.lease.ns = !f.lease_namespace.empty() ? f.lease_namespace
+               : !Env("POD_NAMESPACE").empty() ? Env("POD_NAMESPACE")
+                                               : "tocsin";
+  std::string identity = f.identity;
+  if (identity.empty()) {
+    // client-go's default: the host (the pod's name) and a random suffix, so that a restarted
+    // process never mistakes its predecessor's Lease for its own.
+    std::string host = Env("POD_NAME");
+    if (host.empty()) {
+      char name[256] = {};
+      if (gethostname(name, sizeof name - 1) == 0) host = name;
+    }
+    std::mt19937_64 rng(std::random_device{}());
+    identity = fmt::format("{}_{:016x}", host.empty() ? "tocsin-controller" : host, rng());
+  }
+  o.lease.identity = identity;
+  TOCSIN_RETURN_IF_ERROR(
+      ParseDurationFlag("--lease-duration", f.lease_duration, o.lease.lease_duration));
+  TOCSIN_RETURN_IF_ERROR(
+      ParseDurationFlag("--renew-deadline", f.renew_deadline, o.lease.renew_deadline));
+  TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--retry-period", f.retry_period, o.lease.retry_period));
+  if (!(o.lease.lease_duration > o.lease.renew_deadline &&
+        o.lease.renew_deadline > o.lease.retry_period)) {
+    return Status::InvalidArgument(
+        "--lease-duration must be longer than --renew-deadline, which must be longer than "
+        "--retry-period");
+  }
+  o.events = !f.no_events;
+  o.event_namespace = f.event_namespace;
+  TOCSIN_RETURN_IF_ERROR(f.checks.Apply(o.audit));
+  return o;
+}
+
+int RunController(const ControllerFlags& f) {
+  auto options = BuildOptions(f);
+  if (!options.ok()) return UsageError(options.status().message());
+  if (pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return UsageError("pipe: " + std::string(strerror(errno)));
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnControllerStop;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  controller::Controller c(std::move(*options));
+  // Step 1: credentials and what to watch; step 2: serve HTTP.
+  if (Status st = c.Discover(); !st.ok()) return UsageError(st.message());
+  if (Status st = c.StartHttp(); !st.ok()) return UsageError(st.message());
+  // Step 3: watch and evaluate until SIGTERM or SIGINT.
+  Status st = c.Loop(g_stop_pipe[0]);
+  // Step 4: informers stopped, a held Lease released.
+  controller::Log("shutting down");
+  c.Shutdown();
+  controller::Log("stopped");
+  if (!st.ok()) {
+    std::cerr << "tocsin: error: " << st.message() << "\n";
+    return 3;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddControllerCommand(CLI::App& parent) {
+  auto f = std::make_shared<ControllerFlags>();
+  CLI::App* cmd = parent.add_subcommand(
+      "controller",
+      "The cluster audit, always on: watches Nodes, Pods, DaemonSets and jobs, re-runs the "
+      "audit's checks on every change, serves findings with their onset as metrics, posts Events");
+  cmd->add_option("--listen", f->listen, "HOST:PORT of /metrics, /healthz, /readyz")
+      ->capture_default_str();
+  cmd->add_option("--kubeconfig", f->kubeconfig,
+                  "Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");
+  cmd->add_option("--context", f->context, "Kubeconfig context");
+  cmd->add_option("--request-timeout", f->request_timeout,
+                  "Bound of one API request (watches have their own)")
+      ->capture_default_str();
+  cmd->add_option("--settle", f->settle,
+                  "After a change, evaluate at most once per this (changes coalesce)")
+      ->capture_default_str();
+  cmd->add_option("--resync", f->resync,
+                  "Evaluate at least this often, so that ages and time-based severities advance")
+      ->capture_default_str();
+  cmd->add_flag("--leader-elect", f->leader_elect,
+                "Elect a leader on a coordination.k8s.io Lease: only it posts Events and keeps "
+                "the onsets in the Lease (every replica serves metrics)");
+  cmd->add_option("--lease-name", f->lease_name, "The Lease")->capture_default_str();
+  cmd->add_option("--lease-namespace", f->lease_namespace,
+                  "The Lease's namespace (default: $POD_NAMESPACE, else tocsin)");
+  cmd->add_option("--identity", f->identity,
+                  "This replica in the Lease (default: $POD_NAME or the host, and a random "
+                  "suffix)");
+  cmd->add_option("--lease-duration", f->lease_duration,
+                  "A leader not renewing for this long may be replaced")
+      ->capture_default_str();
+  cmd->add_option("--renew-deadline", f->renew_deadline,
+                  "A leader that cannot renew for this long stops writing")
+      ->capture_default_str();
+  cmd->add_option("--retry-period", f->retry_period, "How often the Lease is tried or renewed")
+      ->capture_default_str();
+  cmd->add_option("--event-namespace", f->event_namespace,
+                  "Namespace of Events about cluster-scoped objects (Nodes)")
+      ->capture_default_str();
+  cmd->add_flag("--no-events", f->no_events, "Post no Events (metrics only)");
+  f->checks.AddTo(cmd);
+  return {cmd, [f] { return RunController(*f); }};
+}
+
+}  // namespace tocsin::cli

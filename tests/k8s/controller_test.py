@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""`tocsin controller` against the real Kubernetes 1.20.2 control plane (tools/k8s/up.sh).
+
+One scenario, in order, as an operator would live it: a device-plugin DaemonSet crash-loops on every
+fabric node; the controller's /metrics shows daemonset.not-ready with the onset the objects show and
+the leader posts one Warning Event; a second replica joins and follows; the leader is stopped with
+SIGTERM (it exits within a second and releases the Lease); the follower takes over without posting the
+Event again and with the same onset; the DaemonSet is fixed and the finding clears with one Normal
+Event. The controller runs with the ServiceAccount token of deploy/controller's RBAC when RbacTest
+(real_cluster_test.py) has applied it, else with the admin kubeconfig.
+
+Run by `make test`; by hand: make k8s-up && TOCSIN_K8S_ENV=build/k8s/env python3 tests/k8s/controller_test.py
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import SOURCE, ApiError, ClusterTestCase, tocsin_binary  # noqa: E402
+
+PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
+LEASE = "tocsin-controller-test"
+
+
+class Controller:
+    """A `tocsin controller` process; its stderr is collected by a thread."""
+
+    def __init__(self, kubeconfig, identity, lease_ns, *extra):
+        self.identity = identity
+        self.lines = []
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            [tocsin_binary(), "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0",
+             "--settle", "200ms", "--leader-elect", "--lease-name", LEASE, "--lease-namespace",
+             lease_ns, "--identity", identity, "--lease-duration", "4s", "--renew-deadline", "3s",
+             "--retry-period", "500ms", *extra],
+            stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        self.port = ClusterTestCase.cluster.wait_for(self._port, 30, f"{identity} to listen")
+
+    def _read(self):
+        for line in self.proc.stderr:
+            with self.lock:
+                self.lines.append(line)
+
+    def log(self):
+        with self.lock:
+            return "".join(self.lines)
+
+    def _port(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"{self.identity} exited {self.proc.returncode}: {self.log()}")
+        m = re.search(r"serving .* on 127\.0\.0\.1:(\d+)", self.log())
+        return int(m.group(1)) if m else None
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metrics(self):
+        """{(name, frozenset(labels)): value}"""
+        _, text = self.get("/metrics")
+        out = {}
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            m = re.match(r'([a-z_]+)(\{(.*)\})? (\S+)$', line)
+            if not m:
+                continue
+            labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+            out[(m.group(1), labels)] = float(m.group(4))
+        return out
+
+    def value(self, name, **labels):
+        want = set(labels.items())
+        for (n, ls), v in self.metrics().items():
+            if n == name and want <= set(ls):
+                return v
+        return None
+
+    def stop(self):
+        """SIGTERM; returns the seconds it took to exit."""
+        if self.proc.poll() is not None:
+            return 0.0
+        start = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.identity} did not stop within 10 s of SIGTERM")
+        return time.monotonic() - start
+
+
+class ControllerScenarioTest(ClusterTestCase):
+    def setUp(self):
+        c = self.cluster
+        self.tmp = tempfile.mkdtemp(prefix="tocsin-ctl-")
+        self.ns = c.namespace("tocsin-ctl")
+        self.lease_ns = self.ns
+        self.kubeconfig = c.kubeconfig
+        self.controllers = []
+        # With deploy/controller's RBAC applied (real_cluster_test.py's RbacTest), run as its
+        # ServiceAccount: the rights the Deployment has, checked by the real authorizer.
+        try:
+            c.api("GET", "/api/v1/namespaces/tocsin/serviceaccounts/tocsin-controller")
+            token = c.service_account_token("tocsin", "tocsin-controller")
+            self.kubeconfig = c.token_kubeconfig(os.path.join(self.tmp, "ctl.kubeconfig"), token)
+            self.lease_ns = "tocsin"  # its Role grants the Lease there only
+            self.as_service_account = True
+        except ApiError:
+            self.as_service_account = False
+        try:
+            c.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_ns}/leases/{LEASE}")
+        except ApiError:
+            pass
+
+    def tearDown(self):
+        for ctl in self.controllers:
+            ctl.stop()
+        self.cluster.kubectl("delete", "namespace", self.ns, "--wait=false")
+
+    def start(self, identity):
+        ctl = Controller(self.kubeconfig, identity, self.lease_ns)
+        self.controllers.append(ctl)
+        return ctl
+
+    def events(self, reason):
+        items = self.cluster.get("events", "-n", self.ns)["items"]
+        return [e for e in items if e["reason"] == reason
+                and e["involvedObject"]["name"] == "rdma-shared-dp-ds"]
+
+    def lease(self):
+        return self.cluster.api(
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_ns}/leases/{LEASE}")
+
+    def test_crashloop_page_failover_and_fix(self):
+        c = self.cluster
+        a = self.start("ctl-a")
+        c.wait_for(lambda: a.get("/readyz")[0] == 200, 60, "ctl-a ready", interval=0.2)
+        c.wait_for(lambda: a.value("tocsin_controller_leader") == 1, 30, "ctl-a leader")
+        for resource in ("nodes", "pods", "daemonsets", "jobs"):
+            self.assertEqual(a.value("tocsin_controller_watch_up", resource=resource), 1, resource)
+        self.assertEqual(a.value("tocsin_controller_objects", resource="nodes"), 3)
+
+        ds = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+              "metadata": {"name": "rdma-shared-dp-ds", "namespace": self.ns},
+              "spec": {"selector": {"matchLabels": {"name": "rdma-shared-dp-ds"}}, "template": {
+                  "metadata": {"labels": {"name": "rdma-shared-dp-ds"}},
+                  "spec": {"nodeSelector": {"network.nvidia.com/rdma": "true"},
+                           "containers": [{"name": "k8s-rdma-shared-dp-ds", "image": PLUGIN_IMAGE,
+                                           "command": ["sh", "-c", "echo 'no RDMA devices'; exit 1"]}]}}}}
+        c.kubectl("apply", "-f", "-", stdin=json.dumps(ds))
+        subject = f"{self.ns}/rdma-shared-dp-ds"
+
+        def crashlooping():
+            pods = c.get("pods", "-n", self.ns)["items"]
+            return len(pods) == 2 and all(
+                ((s.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
+                for p in pods for s in p["status"].get("containerStatuses") or [{}])
+        c.wait_for(crashlooping, 90, "the plugin's 2 pods in CrashLoopBackOff")
+        looping_at = time.monotonic()
+
+        def finding():
+            for (name, labels), v in a.metrics().items():
+                ls = dict(labels)
+                if name == "tocsin_finding" and ls.get("check") == "daemonset.not-ready" and \
+                        ls.get("subject") == subject and ls.get("severity") in ("error", "critical"):
+                    return ls
+            return None
+        c.wait_for(finding, 15, "daemonset.not-ready on /metrics within 15 s", interval=0.1)
+        detect_s = time.monotonic() - looping_at
+        since = a.value("tocsin_finding_since_timestamp_seconds", check="daemonset.not-ready",
+                        subject=subject)
+        created = c.get("daemonset", "-n", self.ns, "rdma-shared-dp-ds")["metadata"]["creationTimestamp"]
+        created_s = time.mktime(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        self.assertGreaterEqual(since, created_s - 1)  # the onset the objects show, not "now"
+        self.assertLessEqual(since, time.time())
+        self.assertEqual(a.value("tocsin_check_status", check="daemonset.not-ready"), 0)
+        [warning] = c.wait_for(lambda: self.events("TocsinFinding"), 15, "the Warning Event")
+        self.assertEqual(warning["type"], "Warning")
+        self.assertEqual(warning["involvedObject"]["kind"], "DaemonSet")
+        self.assertTrue(warning["involvedObject"].get("uid"))
+        self.assertIn("daemonset.not-ready", warning["message"])
+        print(f"time to detect on /metrics after CrashLoopBackOff: {detect_s:.2f} s", file=sys.stderr)
+
+        # A second replica follows: it serves the same finding and onset, and is not the leader.
+        b = self.start("ctl-b")
+        c.wait_for(lambda: b.get("/readyz")[0] == 200, 60, "ctl-b ready", interval=0.2)
+        c.wait_for(lambda: b.value("tocsin_finding_since_timestamp_seconds",
+                                   check="daemonset.not-ready", subject=subject) == since,
+                   15, "ctl-b to show the leader's onset")
+        self.assertEqual(b.value("tocsin_controller_leader"), 0)
+        self.assertEqual(a.value("tocsin_controller_leader"), 1)
+        self.assertTrue(self.lease()["spec"]["holderIdentity"] == "ctl-a")
+        saved = json.loads(self.lease()["metadata"]["annotations"]["tocsin.io/findings"])
+        self.assertIn(subject, [f["subject"] for f in saved["findings"]])
+
+        # The leader stops: it exits within a second and releases the Lease; ctl-b takes over.
+        took = a.stop()
+        self.assertLess(took, 2.0, a.log())
+        c.wait_for(lambda: b.value("tocsin_controller_leader") == 1, 15, "ctl-b to lead")
+        self.assertEqual(self.lease()["spec"]["holderIdentity"], "ctl-b")
+        evals = b.value("tocsin_controller_evaluations_total")
+        c.wait_for(lambda: b.value("tocsin_controller_evaluations_total") > evals, 15,
+                   "ctl-b to evaluate as leader")
+        self.assertEqual(len(self.events("TocsinFinding")), 1, "no duplicate Event on failover")
+        self.assertEqual(b.value("tocsin_finding_since_timestamp_seconds",
+                                 check="daemonset.not-ready", subject=subject), since)
+
+        # The fix: the plugin stays up; the finding clears and one Normal Event says so.
+        c.kubectl("patch", "daemonset", "-n", self.ns, "rdma-shared-dp-ds", "--type=json", "-p",
+                  json.dumps([{"op": "replace",
+                               "path": "/spec/template/spec/containers/0/command",
+                               "value": ["sh", "-c", "sleep 3600"]}]))
+
+        def cleared():
+            return all(not (n == "tocsin_finding" and dict(ls).get("subject") == subject)
+                       for (n, ls) in b.metrics())
+        c.wait_for(cleared, 120, "daemonset.not-ready to clear after the fix", interval=0.2)
+        [normal] = c.wait_for(lambda: self.events("TocsinFindingCleared"), 15, "the Normal Event")
+        self.assertEqual(normal["type"], "Normal")
+        self.assertEqual(len(self.events("TocsinFinding")), 1)
+        self.assertGreaterEqual(b.value("tocsin_controller_api_requests_total", verb="list",
+                                        code="200") or 0, 4)  # one list per resource
+        b.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
