@@ -98,7 +98,8 @@ class ControlMixin:
         with store.cond:
             for w in store.watchers:
                 w.dropped = True
-            store.cond.notify_all()
+            for cond in store.changed.values():
+                cond.notify_all()
             return {"dropped": len(store.watchers)}
 
     def control_post_fail(self, body):

@@ -229,21 +229,21 @@ class Handler(ControlMixin, WatchMixin, WritesMixin, http.server.BaseHTTPRequest
         limit = int(query.get("limit", "0") or 0)
         after, list_rv = 0, None
         if query.get("continue"):
-            with self.state.lock:
-                expired = self.state.expire_left > 0
-                if expired:
-                    self.state.expire_left -= 1
-            if expired:
-                return self.send_json(410, status_body(
-                    410, "Expired", "The provided continue parameter is too old to display a "
-                    "consistent list result. You can start a new list without the continue "
-                    "parameter."))
             try:
                 token = json.loads(base64.b64decode(query["continue"]))
                 after, list_rv = int(token["start"]), int(token["rv"])
             except Exception:
                 return self.send_json(400, status_body(400, "BadRequest",
                                                        "continue key is not valid"))
+            with self.state.lock:  # --expire-continue, or a compaction since the first page
+                expired = self.state.expire_left > 0
+                if expired:
+                    self.state.expire_left -= 1
+            if expired or list_rv < self.state.store.compacted:
+                return self.send_json(410, status_body(
+                    410, "Expired", "The provided continue parameter is too old to display a "
+                    "consistent list result. You can start a new list without the continue "
+                    "parameter."))
         store = self.state.store
         with store.cond:
             page, last, remaining = store.page(res, keep, after, limit)

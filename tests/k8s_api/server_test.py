@@ -364,6 +364,10 @@ class WatchTest(unittest.TestCase):
         self.assertEqual(second["metadata"]["resourceVersion"],
                          first["metadata"]["resourceVersion"])
         self.assertEqual(first["metadata"]["remainingItemCount"], 2)
+        # After a compaction (etcd's), the first page's continue token has expired.
+        self.server.control("compact")
+        code, body = self.server.get("/api/v1/pods?limit=1&continue=" + cont)
+        self.assertEqual((code, json.loads(body)["reason"]), (410, "Expired"))
 
 
 class WatchFaultTest(unittest.TestCase):

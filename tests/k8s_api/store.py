@@ -40,7 +40,9 @@ def key_of(obj):
 
 class Store:
     def __init__(self, resources, history=10000, start_rv=1000):
+        # One lock; watches of a resource wait on its own condition, woken by its changes.
         self.cond = threading.Condition()
+        self.changed = {r: threading.Condition(self.cond) for r in resources}
         self.rv = start_rv
         self.objects = {r: {} for r in resources}   # key -> object
         self.seq_of = {r: {} for r in resources}    # key -> creation sequence number
@@ -52,6 +54,7 @@ class Store:
         self.history_max = max(1, history)
         # Every change after floor[r] is in history[r]; a watch from before it is too old.
         self.floor = {r: start_rv for r in resources}
+        self.compacted = 0  # as etcd's compaction: continue tokens from before it expire
         self.watchers = set()
 
     # Writes: the caller holds self.cond.
@@ -73,7 +76,7 @@ class Store:
         if len(h) >= self.history_max:
             self.floor[res] = h.popleft()[0]
         h.append([self.rv, typ, obj, prev, None])
-        self.cond.notify_all()
+        self.changed[res].notify_all()
 
     def put(self, res, obj):
         """Creates or replaces `obj` (by namespace and name): ADDED or MODIFIED."""
@@ -116,6 +119,7 @@ class Store:
         for res in self.history:
             self.history[res].clear()
             self.floor[res] = self.rv
+        self.compacted = self.rv
 
     # Reads: the caller holds self.cond.
     def get(self, res, key):

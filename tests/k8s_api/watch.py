@@ -99,7 +99,7 @@ class WatchMixin:
                     wake = min(deadline, drop_at, next_bookmark, last_bookmark)
                     if changes or me.dropped or now >= wake:
                         break
-                    store.cond.wait(wake - now)
+                    store.changed[res].wait(wake - now)
                 current = store.rv
             if me.dropped or now >= drop_at:
                 return self.drop()
