@@ -480,5 +480,44 @@ class ControlTest(unittest.TestCase):
         self.assertEqual(counts["byResource"]["nodes"], {"get": 1, "watch": 1, "patch": 1})
 
 
+class SynthTest(unittest.TestCase):
+    def test_a_synthetic_cluster_is_served(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "synth.json")
+            subprocess.run([sys.executable, os.path.join(HERE, "synth.py"), "--nodes", "100",
+                            "--pods", "1000", "--crashloop-fraction", "0.5", "-o", path],
+                           check=True)
+            s = Server("--churn", "100", "--churn-seconds", "0.2", snapshot=path)
+            try:
+                nodes = json.loads(s.get("/api/v1/nodes")[1])["items"]
+                self.assertEqual(len(nodes), 100)
+                fabric = [n for n in nodes
+                          if n["metadata"]["labels"].get("network.nvidia.com/rdma") == "true"]
+                self.assertEqual(len(fabric), 90)
+                self.assertEqual(fabric[0]["status"]["allocatable"]["rdma/hca_shared_devices_a"],
+                                 "1000")
+                pods = json.loads(s.get("/api/v1/pods")[1])["items"]
+                self.assertEqual(len(pods), 1000)
+                plugin = [p for p in pods if p["metadata"]["namespace"] == "kube-system"]
+                self.assertEqual(len(plugin), 90)
+                waiting = [p for p in plugin if "waiting" in
+                           p["status"]["containerStatuses"][0]["state"]]
+                self.assertEqual(len(waiting), 45)
+                self.assertEqual(plugin[0]["metadata"]["ownerReferences"][0]["kind"],
+                                 "DaemonSet")
+                workers = [p for p in pods if p["metadata"]["namespace"] == "ml"]
+                self.assertEqual(len(workers), 90)
+                env = {e["name"]: e["value"] for e in workers[-1]["spec"]["containers"][0]["env"]}
+                self.assertEqual(env["WORLD_SIZE"], "10")  # 90 = 5 jobs of 16 and one of 10
+                self.assertIn("NCCL_IB_HCA", env)
+                ds = json.loads(s.get("/apis/apps/v1/daemonsets")[1])["items"][0]
+                self.assertEqual(ds["status"]["numberUnavailable"], 45)
+                w = s.watch("resourceVersion=1000&timeoutSeconds=30")
+                self.assertEqual({w.next()["type"] for _ in range(20)}, {"MODIFIED"})
+                w.close()
+            finally:
+                s.close()
+
+
 if __name__ == "__main__":
     unittest.main()
