@@ -457,6 +457,13 @@ class ControlTest(unittest.TestCase):
         w.close()
         code, gone = self.server.send("DELETE", base + "/tocsin-controller", None)
         self.assertEqual(code, 200)
+        self.assertEqual(self.server.get(base + "/tocsin-controller")[0], 404)
+        # kind and apiVersion may be left out, as the real server takes them from the URL.
+        code, bare = self.server.send("POST", base, {"metadata": {"name": "bare"}})
+        self.assertEqual((code, bare["kind"], bare["apiVersion"]),
+                         (201, "Lease", "coordination.k8s.io/v1"))
+        self.assertEqual(self.server.send("POST", base, {"kind": "Pod",
+                                                         "metadata": {"name": "x"}})[0], 400)
 
     def test_requests_are_counted_and_failures_injected(self):
         self.server.control("reset-requests")

@@ -144,9 +144,15 @@ class WritesMixin:
     def check_object(self, res, ns, body):
         """422 for an object the real server would refuse; the namespace must be the URL's."""
         kind = RESOURCES[res][1]
-        if not isinstance(body, dict) or body.get("kind") != kind:
-            self.send_json(422, status_body(422, "Invalid", "%s is invalid: kind must be %s" %
-                                            (kind, kind)))
+        if not isinstance(body, dict):
+            self.send_json(400, status_body(400, "BadRequest", "the body is not a JSON object"))
+            return False
+        if body.setdefault("kind", kind) != kind or \
+                body.setdefault("apiVersion", api_version(res)) != api_version(res):
+            # The real server fills a missing kind and apiVersion in from the URL.
+            self.send_json(400, status_body(400, "BadRequest", "%s in version \"%s\" cannot be "
+                                            "handled as a %s" % (body["kind"],
+                                                                 body.get("apiVersion", ""), kind)))
             return False
         if res == "events" and (not body.get("involvedObject") or not body.get("reason")):
             self.send_json(422, status_body(422, "Invalid", "Event is invalid: involvedObject "
@@ -158,7 +164,6 @@ class WritesMixin:
                                             "not match the namespace of the request"))
             return False
         meta["namespace"] = ns
-        body["apiVersion"] = api_version(res)
         return True
 
     def do_POST(self):
