@@ -11,7 +11,7 @@ import json
 import socket
 import time
 
-from resources import RESOURCES, api_version
+from resources import RESOURCES, api_version, status_body
 from store import TooOld
 from tables import cells_for, table_row
 
@@ -40,6 +40,9 @@ class WatchMixin:
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true") and not table
         timeout = min(float(query.get("timeoutSeconds") or 1), args.watch_max_seconds)
         rv_param = query.get("resourceVersion") or "0"
+        if not rv_param.isdigit():
+            return self.send_json(400, status_body(400, "BadRequest", "resourceVersion: Invalid "
+                                                   "value: \"%s\": must be an integer" % rv_param))
         now = time.monotonic()
         deadline = now + max(timeout, 0)
         drop_at = now + args.watch_drop_after if args.watch_drop_after > 0 else float("inf")
@@ -68,8 +71,6 @@ class WatchMixin:
             except TooOld as e:
                 self.chunk(json.dumps(expired_event(str(e))).encode() + b"\n")
                 return self.chunk(b"")
-            except ValueError:
-                pos, initial = store.rv, []
             store.watchers.add(me)
         try:
             self.stream(res, keep, table, bookmarks, initial, pos, me, deadline, drop_at)
