@@ -30,8 +30,9 @@ class Watcher:
 class WatchMixin:
     """Mixed into server.py's Handler: self.state, self.headers, self.wfile."""
 
-    def chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    def chunk(self, *lines):
+        """Writes each line as its own chunk (as the real server does), in one write."""
+        self.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(d), d) for d in lines))
         self.wfile.flush()
 
     def watch(self, res, keep, query):
@@ -68,10 +69,13 @@ class WatchMixin:
                     pos = int(rv_param)
                     store.changes_after(res, pos)  # too old?
                     initial = []
+                store.watchers.add(me)
             except TooOld as e:
-                self.chunk(json.dumps(expired_event(str(e))).encode() + b"\n")
-                return self.chunk(b"")
-            store.watchers.add(me)
+                expired = e
+            else:
+                expired = None
+        if expired:
+            return self.chunk(json.dumps(expired_event(str(expired))).encode() + b"\n", b"")
         try:
             self.stream(res, keep, table, bookmarks, initial, pos, me, deadline, drop_at)
         except OSError:  # the client went away
@@ -88,6 +92,7 @@ class WatchMixin:
         # The real server also sends one shortly before the timeout.
         last_bookmark = deadline - min(2.0, (deadline - time.monotonic()) / 2) \
             if bookmarks and deadline > time.monotonic() else float("inf")
+        expired = None
         while True:
             with store.cond:
                 while True:
@@ -95,13 +100,15 @@ class WatchMixin:
                     try:
                         changes = store.changes_after(res, pos)
                     except TooOld as e:  # compacted while this watch lagged behind
-                        self.chunk(json.dumps(expired_event(str(e))).encode() + b"\n")
-                        return self.chunk(b"")
+                        changes, expired = [], e
+                        break
                     wake = min(deadline, drop_at, next_bookmark, last_bookmark)
                     if changes or me.dropped or now >= wake:
                         break
                     store.changed[res].wait(wake - now)
                 current = store.rv
+            if expired:
+                return self.chunk(json.dumps(expired_event(str(expired))).encode() + b"\n", b"")
             if me.dropped or now >= drop_at:
                 return self.drop()
             if changes:
@@ -145,8 +152,8 @@ class WatchMixin:
                        "metadata": {"resourceVersion": obj["metadata"].get("resourceVersion")},
                        "columnDefinitions": cols, "rows": [table_row(obj, cells(obj, now))]}
             out.append(json.dumps({"type": typ, "object": obj}).encode() + b"\n")
-        for line in out:
-            self.chunk(line)
+        for i in range(0, len(out), 1000):
+            self.chunk(*out[i:i + 1000])
 
     def drop(self):
         """Closes the connection mid-stream: no terminating chunk, as a broken connection."""
