@@ -288,7 +288,7 @@ def main():
     p.add_argument("--history", type=int, default=10000,
                    help="changes kept per resource; a watch from before them gets 410 Expired")
     p.add_argument("--watch-max-seconds", type=float, default=600,
-                   help="cap on a watch's timeoutSeconds (1 s when it sends none)")
+                   help="cap on a watch's timeoutSeconds (and its timeout when it sends none)")
     p.add_argument("--bookmark-seconds", type=float, default=1.0,
                    help="BOOKMARK period of watches with allowWatchBookmarks=true")
     p.add_argument("--watch-gone-first", type=int, default=0,

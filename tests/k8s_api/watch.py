@@ -39,7 +39,9 @@ class WatchMixin:
         args, store = self.state.args, self.state.store
         table = "as=Table" in self.headers.get("Accept", "")
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true") and not table
-        timeout = min(float(query.get("timeoutSeconds") or 1), args.watch_max_seconds)
+        # Without timeoutSeconds the real server picks 30 to 60 minutes; this one its cap.
+        timeout = min(float(query.get("timeoutSeconds") or args.watch_max_seconds),
+                      args.watch_max_seconds)
         rv_param = query.get("resourceVersion") or "0"
         if not rv_param.isdigit():
             return self.send_json(400, status_body(400, "BadRequest", "resourceVersion: Invalid "
