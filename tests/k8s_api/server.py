@@ -270,6 +270,11 @@ class Handler(ControlMixin, WatchMixin, WritesMixin, http.server.BaseHTTPRequest
                                                "the server could not find the requested resource"))
 
 
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many informers connect at once
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--snapshot", action="append", required=True)
@@ -302,8 +307,7 @@ def main():
     p.add_argument("--max-seconds", type=float, default=300)
     args = p.parse_args()
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     server.state = State(args)
     if args.tls_dir:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
