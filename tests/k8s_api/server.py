@@ -2,10 +2,12 @@
 """A test Kubernetes API server: serves the objects of snapshot files (kubectl get -o json Lists).
 
 Faithful enough for the real kubectl (discovery, server-side Tables) and for tocsin's client:
-list with limit/continue pagination, watch, label/field selectors, bearer-token and client
-certificate authentication over HTTPS, and faults on demand (5xx, 403, hangs, truncated bodies,
-expired continue tokens). Prints "PORT <n>" once it listens, and exits by itself after
---max-seconds so that a killed test never leaves it behind.
+list with limit/continue pagination, watch with resourceVersions, bookmarks and 410 Expired,
+label/field selectors, bearer-token and client certificate authentication over HTTPS, writes
+(node patches, Events, Leases with optimistic concurrency), and faults on demand (5xx, 403,
+hangs, truncated bodies, expired continue tokens, dropped and expired watches, churn), also
+through the /_control/ endpoints (control.py). Prints "PORT <n>" once it listens, and exits by
+itself after --max-seconds so that a killed test never leaves it behind.
 """
 import argparse
 import base64
@@ -14,139 +16,29 @@ import http.server
 import json
 import os
 import ssl
-import sys
 import threading
 import time
 import urllib.parse
 
-from writes import WritesMixin, status_body
-
-# resource -> (group version path, kind, namespaced, short names)
-RESOURCES = {
-    "nodes": ("/api/v1", "Node", False, ["no"]),
-    "pods": ("/api/v1", "Pod", True, ["po"]),
-    "namespaces": ("/api/v1", "Namespace", False, ["ns"]),
-    "daemonsets": ("/apis/apps/v1", "DaemonSet", True, ["ds"]),
-    "configmaps": ("/api/v1", "ConfigMap", True, ["cm"]),
-    "jobs": ("/apis/batch/v1", "Job", True, []),
-    "events": ("/api/v1", "Event", True, ["ev"]),
-}
-# Writes the test server accepts (the agent's NodeConditions, taints and Events).
-VERBS = {"nodes": ["patch"], "events": ["create"]}
-KIND_TO_RESOURCE = {kind: res for res, (_, kind, _, _) in RESOURCES.items()}
-
-
-def age(ts, now):
-    if not ts:
-        return "<unknown>"
-    t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    s = int((now - t).total_seconds())
-    if s >= 2 * 86400:
-        return "%dd" % (s // 86400)
-    if s >= 2 * 3600:
-        return "%dh" % (s // 3600)
-    if s >= 120:
-        return "%dm" % (s // 60)
-    return "%ds" % max(s, 0)
-
-
-def column(name, type_="string", priority=0, fmt=""):
-    return {"name": name, "type": type_, "format": fmt, "description": name, "priority": priority}
-
-
-def table_row(obj, cells):
-    meta = obj.get("metadata", {})
-    partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-               "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "creationTimestamp",
-                                                 "labels", "resourceVersion") if k in meta}}
-    return {"cells": cells, "object": partial}
-
-
-def node_cells(n, now):
-    conds = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions", [])}
-    status = {"True": "Ready", "False": "NotReady"}.get(conds.get("Ready"), "Unknown")
-    if n.get("spec", {}).get("unschedulable"):
-        status += ",SchedulingDisabled"
-    labels = n.get("metadata", {}).get("labels", {})
-    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
-    info = n.get("status", {}).get("nodeInfo", {})
-    addrs = {a["type"]: a["address"] for a in n.get("status", {}).get("addresses", [])}
-    return [n["metadata"]["name"], status, ",".join(roles) or "<none>",
-            age(n["metadata"].get("creationTimestamp"), now), info.get("kubeletVersion", ""),
-            addrs.get("InternalIP", "<none>"), addrs.get("ExternalIP", "<none>"),
-            info.get("osImage", "<unknown>"), info.get("kernelVersion", "<unknown>"),
-            info.get("containerRuntimeVersion", "<unknown>")]
-
-
-NODE_COLUMNS = [column("Name", fmt="name"), column("Status"), column("Roles"), column("Age"),
-                column("Version"), column("Internal-IP", priority=1),
-                column("External-IP", priority=1), column("OS-Image", priority=1),
-                column("Kernel-Version", priority=1), column("Container-Runtime", priority=1)]
-
-
-def pod_cells(p, now):
-    st = p.get("status", {})
-    cs = st.get("containerStatuses", [])
-    total = len(p.get("spec", {}).get("containers", [])) or len(cs)
-    ready = sum(1 for c in cs if c.get("ready"))
-    reason = st.get("phase", "Unknown")
-    for c in cs:
-        w = c.get("state", {}).get("waiting")
-        if w and w.get("reason"):
-            reason = w["reason"]
-    restarts = sum(c.get("restartCount", 0) for c in cs)
-    return [p["metadata"]["name"], "%d/%d" % (ready, total), reason, restarts,
-            age(p["metadata"].get("creationTimestamp"), now), st.get("podIP", "<none>"),
-            p.get("spec", {}).get("nodeName", "<none>"), "<none>", "<none>"]
-
-
-POD_COLUMNS = [column("Name", fmt="name"), column("Ready"), column("Status"),
-               column("Restarts", "string"), column("Age"), column("IP", priority=1),
-               column("Node", priority=1), column("Nominated Node", priority=1),
-               column("Readiness Gates", priority=1)]
-
-
-def generic_cells(o, now):
-    return [o["metadata"]["name"], age(o["metadata"].get("creationTimestamp"), now)]
-
-
-GENERIC_COLUMNS = [column("Name", fmt="name"), column("Age")]
-
-
-def matches(obj, label_selector, field_selector):
-    labels = obj.get("metadata", {}).get("labels", {}) or {}
-    for term in filter(None, (label_selector or "").split(",")):
-        if "!=" in term:
-            k, v = term.split("!=", 1)
-            if labels.get(k) == v:
-                return False
-        elif "=" in term:
-            k, v = term.split("=", 1)
-            if labels.get(k.rstrip("=")) != v:
-                return False
-        elif labels.get(term) is None:
-            return False
-    fields = {"metadata.name": obj["metadata"].get("name"),
-              "metadata.namespace": obj["metadata"].get("namespace"),
-              "spec.nodeName": obj.get("spec", {}).get("nodeName", ""),
-              "status.phase": obj.get("status", {}).get("phase", "")}
-    for term in filter(None, (field_selector or "").split(",")):
-        neg = "!=" in term
-        k, v = term.split("!=" if neg else "=", 1)
-        k = k.rstrip("=")
-        if (fields.get(k) == v) == neg:
-            return False
-    return True
+from control import ControlMixin, start_churn
+from resources import (GROUP_VERSIONS, KIND_TO_RESOURCE, RESOURCES, VERBS, api_version, matches,
+                       parse_path, status_body)
+from store import Store
+from tables import cells_for, table_row
+from watch import WatchMixin
+from writes import WritesMixin
 
 
 class State:
     def __init__(self, args):
         self.args = args
-        self.objects = {res: [] for res in RESOURCES}
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # the log file, counters and faults; the store has its own
         self.fail_left = args.fail_first
+        self.fail_next = [0, 0]  # [status, count]: /_control/fail
         self.expire_left = 1 if args.expire_continue else 0
-        self.rv = 1000
+        self.gone_left = args.watch_gone_first
+        self.requests = {"total": 0, "byVerb": {}, "byResource": {}}
+        self.store = Store(RESOURCES, args.history)
         for path in args.snapshot:
             with open(path) as f:
                 doc = json.load(f)
@@ -157,22 +49,31 @@ class State:
                 kind = obj.get("kind") or (list_kind[:-4] if list_kind != "List" else "")
                 res = KIND_TO_RESOURCE.get(kind)
                 if res:
-                    self.objects[res].append(obj)
+                    obj["kind"] = kind
+                    obj.setdefault("apiVersion", api_version(res))
+                    self.store.load(res, obj)
         # Namespaces the objects live in (kubectl -A never needs them, describe may).
-        seen = sorted({o["metadata"].get("namespace")
-                       for r in ("pods", "daemonsets", "jobs", "configmaps")
-                       for o in self.objects[r]} - {None})
-        self.objects["namespaces"] = [{"kind": "Namespace", "apiVersion": "v1",
-                                       "metadata": {"name": n}, "status": {"phase": "Active"}}
-                                      for n in seen]
+        seen = sorted({ns for r in ("pods", "daemonsets", "jobs", "configmaps")
+                       for ns, _ in self.store.objects[r]} - {""})
+        for n in seen:
+            self.store.load("namespaces", {"kind": "Namespace", "apiVersion": "v1",
+                                           "metadata": {"name": n}, "status": {"phase": "Active"}})
 
     def log(self, line):
         if self.args.log:
             with self.lock, open(self.args.log, "a") as f:
                 f.write(line + "\n")
 
+    def count(self, verb, res):
+        with self.lock:
+            r = self.requests
+            r["total"] += 1
+            r["byVerb"][verb] = r["byVerb"].get(verb, 0) + 1
+            per = r["byResource"].setdefault(res, {})
+            per[verb] = per.get(verb, 0) + 1
 
-class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
+
+class Handler(ControlMixin, WatchMixin, WritesMixin, http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "tocsin-test-apiserver/1"
 
@@ -190,7 +91,7 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        if code == 503:
+        if code in (429, 503):
             self.send_header("Retry-After", "1")
         self.end_headers()
         self.wfile.write(data)
@@ -214,9 +115,36 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
                 return "token"
         return None
 
+    def count_request(self, method, path, query):
+        """Counts an API request by verb and resource (/_control/requests)."""
+        parsed = parse_path(path.rstrip("/"))
+        if parsed is None:
+            return self.state.count("get", "nonResource")
+        _, _, res, name, _ = parsed
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
+        if verb is None:
+            verb = "get" if name else ("watch" if query.get("watch") in ("1", "true") else "list")
+        self.state.count(verb, res)
+
+    def injected_failure(self):
+        """Answers the request with the failure /_control/fail asked for, if any is left."""
+        with self.state.lock:
+            code, left = self.state.fail_next
+            if left > 0:
+                self.state.fail_next[1] -= 1
+        if left <= 0:
+            return False
+        reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+                  504: "Timeout"}.get(code, "InternalError")
+        self.send_json(code, status_body(code, reason, "injected failure (/_control/fail)"))
+        return True
+
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
+        if url.path.startswith("/_control/"):
+            return self.control("GET", url.path, query)
+        self.count_request("GET", url.path, query)
         who = self.authenticated()
         self.state.log("GET %s auth=%s accept=%s host=%s" % (self.path, who, self.headers.get("Accept", ""),
                                                              self.headers.get("Host", "")))
@@ -232,14 +160,14 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
                                             {"clientCIDR": "0.0.0.0/0",
                                              "serverAddress": "127.0.0.1"}]})
         if path == "/apis":
-            groups = [{"name": g, "versions": [{"groupVersion": g + "/v1", "version": "v1"}],
-                       "preferredVersion": {"groupVersion": g + "/v1", "version": "v1"}}
-                      for g in ("apps", "batch")]
+            groups = [{"name": gv.split("/")[2],
+                       "versions": [{"groupVersion": gv[6:], "version": "v1"}],
+                       "preferredVersion": {"groupVersion": gv[6:], "version": "v1"}}
+                      for gv in GROUP_VERSIONS if gv.startswith("/apis/")]
             return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
                                         "groups": groups})
-        for gv in ("/api/v1", "/apis/apps/v1", "/apis/batch/v1"):
-            if path == gv:
-                return self.send_json(200, self.resource_list(gv))
+        if path in GROUP_VERSIONS:
+            return self.send_json(200, self.resource_list(path))
         return self.serve_resource(path, query)
 
     def resource_list(self, gv):
@@ -254,19 +182,10 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
                 "resources": res}
 
     def serve_resource(self, path, query):
-        # /<gv>/[namespaces/<ns>/]<resource>[/<name>]
-        for gv in ("/api/v1", "/apis/apps/v1", "/apis/batch/v1"):
-            if path.startswith(gv + "/"):
-                parts = path[len(gv) + 1:].split("/")
-                break
-        else:
+        parsed = parse_path(path)
+        if parsed is None or parsed[4] is not None:
             return self.not_found(path)
-        ns = None
-        if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] in RESOURCES:
-            ns, parts = parts[1], parts[2:]
-        res = parts[0]
-        if res not in RESOURCES or RESOURCES[res][0] != gv or len(parts) > 2:
-            return self.not_found(path)
+        gv, ns, res, name, _ = parsed
         args = self.state.args
         if res in (args.forbid or []):
             return self.send_json(403, status_body(
@@ -284,92 +203,76 @@ class Handler(WritesMixin, http.server.BaseHTTPRequestHandler):
             return self.send_json(503, status_body(503, "ServiceUnavailable",
                                                    "the server is currently unable to handle "
                                                    "the request"))
-        objs = [o for o in self.state.objects[res]
-                if (ns is None or o["metadata"].get("namespace") == ns)
-                and matches(o, query.get("labelSelector"), query.get("fieldSelector"))]
-        kind = RESOURCES[res][1]
-        if len(parts) == 2:
-            hit = [o for o in objs if o["metadata"]["name"] == parts[1]]
-            if not hit:
+        if self.injected_failure():
+            return
+        lsel, fsel = query.get("labelSelector"), query.get("fieldSelector")
+        if name is not None:
+            with self.state.store.cond:
+                obj = self.state.store.get(res, (ns or "", name))
+            if obj is None or not matches(obj, lsel, fsel):
                 return self.send_json(404, status_body(404, "NotFound", '%s "%s" not found' %
-                                                       (res, parts[1])))
-            return self.send_json(200, hit[0])
+                                                       (res, name)))
+            return self.send_json(200, obj)
+        if lsel or fsel or ns is not None:
+            def keep(o):
+                return (ns is None or o["metadata"].get("namespace") == ns) and \
+                    matches(o, lsel, fsel)
+        else:
+            keep = None
         if query.get("watch") in ("1", "true"):
-            return self.watch(res, objs, query)
-        return self.list(res, kind, objs, query, truncate=res in (args.truncate or []))
+            return self.watch(res, keep, query)
+        return self.list(res, keep, query, truncate=res in (args.truncate or []))
 
-    def list(self, res, kind, objs, query, truncate):
+    def list(self, res, keep, query, truncate):
+        """A page of at most `limit` objects; the continue token holds the list's
+        resourceVersion (every page reports that one) and where the page ended."""
         limit = int(query.get("limit", "0") or 0)
-        start = 0
+        after, list_rv = 0, None
         if query.get("continue"):
-            with self.state.lock:
+            try:
+                token = json.loads(base64.b64decode(query["continue"]))
+                after, list_rv = int(token["start"]), int(token["rv"])
+            except Exception:
+                return self.send_json(400, status_body(400, "BadRequest",
+                                                       "continue key is not valid"))
+            with self.state.lock:  # --expire-continue, or a compaction since the first page
                 expired = self.state.expire_left > 0
                 if expired:
                     self.state.expire_left -= 1
-            if expired:
+            if expired or list_rv < self.state.store.compacted:
                 return self.send_json(410, status_body(
                     410, "Expired", "The provided continue parameter is too old to display a "
                     "consistent list result. You can start a new list without the continue "
                     "parameter."))
-            try:
-                token = json.loads(base64.b64decode(query["continue"]))
-                start = int(token["start"])
-            except Exception:
-                return self.send_json(400, status_body(400, "BadRequest",
-                                                       "continue key is not valid"))
-        page = objs[start:start + limit] if limit > 0 else objs[start:]
-        meta = {"resourceVersion": str(self.state.rv)}
-        end = start + len(page)
-        if limit > 0 and end < len(objs):
+        store = self.state.store
+        with store.cond:
+            page, last, remaining = store.page(res, keep, after, limit)
+            if list_rv is None:
+                list_rv = store.rv
+        meta = {"resourceVersion": str(list_rv)}
+        if last is not None:
             meta["continue"] = base64.b64encode(
-                json.dumps({"rv": self.state.rv, "start": end}).encode()).decode()
-            meta["remainingItemCount"] = len(objs) - end
-        accept = self.headers.get("Accept", "")
-        if "as=Table" in accept:
+                json.dumps({"rv": list_rv, "start": last}).encode()).decode()
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+        if "as=Table" in self.headers.get("Accept", ""):
             now = datetime.datetime.now(datetime.timezone.utc)
-            cols, cells = {"nodes": (NODE_COLUMNS, node_cells),
-                           "pods": (POD_COLUMNS, pod_cells)}.get(res, (GENERIC_COLUMNS,
-                                                                      generic_cells))
+            cols, cells = cells_for(res)
             body = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                     "columnDefinitions": cols, "rows": [table_row(o, cells(o, now)) for o in page]}
             return self.send_json(200, body)
-        body = {"kind": kind + "List", "apiVersion": "v1" if RESOURCES[res][0] == "/api/v1"
-                else RESOURCES[res][0][len("/apis/"):], "metadata": meta,
-                "items": [dict(o, kind=kind) for o in page]}
+        body = {"kind": RESOURCES[res][1] + "List", "apiVersion": api_version(res),
+                "metadata": meta, "items": page}
         self.send_json(200, body, truncate=truncate)
-
-    def watch(self, res, objs, query):
-        """ADDED for every object when watching from the start (no resourceVersion, or "0");
-        from a list's resourceVersion nothing has changed, so only the timeout ends it. Objects
-        are Tables of one row when the client asks for as=Table, as the real server does."""
-        timeout = min(float(query.get("timeoutSeconds", "1")), 5.0)
-        if query.get("resourceVersion") not in (None, "", "0"):
-            objs = []
-        table = "as=Table" in self.headers.get("Accept", "")
-        now = datetime.datetime.now(datetime.timezone.utc)
-        cols, cells = {"nodes": (NODE_COLUMNS, node_cells),
-                       "pods": (POD_COLUMNS, pod_cells)}.get(res, (GENERIC_COLUMNS, generic_cells))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-        def chunk(data):
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-
-        for o in objs:
-            if table:
-                o = {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-                     "metadata": {"resourceVersion": str(self.state.rv)},
-                     "columnDefinitions": cols, "rows": [table_row(o, cells(o, now))]}
-            chunk(json.dumps({"type": "ADDED", "object": o}).encode() + b"\n")
-        time.sleep(timeout)  # a watch stays open until its timeout, then the client re-lists
-        chunk(b"")
 
     def not_found(self, path):
         return self.send_json(404, status_body(404, "NotFound",
                                                "the server could not find the requested resource"))
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many informers connect at once
 
 
 def main():
@@ -387,12 +290,24 @@ def main():
     p.add_argument("--truncate", action="append", help="cut this resource's lists in half")
     p.add_argument("--expire-continue", action="store_true",
                    help="answer the first continued list with 410 Gone")
+    p.add_argument("--history", type=int, default=10000,
+                   help="changes kept per resource; a watch from before them gets 410 Expired")
+    p.add_argument("--watch-max-seconds", type=float, default=600,
+                   help="cap on a watch's timeoutSeconds (and its timeout when it sends none)")
+    p.add_argument("--bookmark-seconds", type=float, default=1.0,
+                   help="BOOKMARK period of watches with allowWatchBookmarks=true")
+    p.add_argument("--watch-gone-first", type=int, default=0,
+                   help="the first N watches from a resourceVersion get the 410 Expired event")
+    p.add_argument("--watch-drop-after", type=float, default=0,
+                   help="drop every watch abruptly after this many seconds (0: never)")
+    p.add_argument("--churn", type=float, default=0,
+                   help="modify this many random pods per second (restartCount, status)")
+    p.add_argument("--churn-seconds", type=float, default=60, help="for this long")
     p.add_argument("--log", help="append one line per request to this file")
     p.add_argument("--max-seconds", type=float, default=300)
     args = p.parse_args()
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     server.state = State(args)
     if args.tls_dir:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -402,6 +317,8 @@ def main():
         ctx.verify_mode = ssl.CERT_OPTIONAL  # a bearer token is the other way in
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
     threading.Timer(args.max_seconds, lambda: os._exit(0)).start()
+    if args.churn > 0:
+        start_churn(server.state.store, args.churn, args.churn_seconds)
     print("PORT %d" % server.server_address[1], flush=True)
     server.serve_forever()
 
