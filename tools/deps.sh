@@ -19,7 +19,7 @@ PACKAGES=(
   # live `audit` tests: certificates for the test API server, and kubectl as a real client
   openssl
   # fixture generators and bench/ scripts (GNU time for peak RSS)
-  python3 time
+  python3 python3-yaml time
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

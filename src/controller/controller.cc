@@ -295,6 +295,10 @@ void Controller::Evaluate() {
 void Controller::PostEvents(const std::vector<Transition>& transitions) {
   size_t posted = 0;
   for (const Transition& t : transitions) {
+    if (elector_ && !elector_->leader()) {  // lost the Lease meanwhile: no more writes
+      events_dropped_->Increment();
+      continue;
+    }
     if (posted >= options_.max_events_per_evaluation) {
       events_dropped_->Increment();
       continue;

@@ -100,7 +100,9 @@ Status Informer::WatchOnce() {
     }
     return true;
   };
+  opened_ = false;
   auto on_open = [&] {
+    opened_ = true;
     std::lock_guard lock(mu_);
     stats_.watch_up = true;
   };
@@ -128,7 +130,6 @@ void Informer::Run() {
         continue;
       }
     }
-    bool was_up = stats().watch_up;
     int64_t events = stats().events;
     auto started = std::chrono::steady_clock::now();
     Status st = WatchOnce();
@@ -146,9 +147,12 @@ void Informer::Run() {
       continue;
     }
     SetError(st);
-    if (!relist_) {
+    if (opened_ && !relist_) {
+      // An established watch that broke: resumed from the last version seen, after a short
+      // wait (the backoff starts over: the server was answering).
+      wait = options_.backoff;
       std::lock_guard lock(mu_);
-      if (was_up) ++stats_.resumes;
+      ++stats_.resumes;
     }
     Backoff(wait);
   }

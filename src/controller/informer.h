@@ -81,6 +81,7 @@ class Informer {
   std::mt19937_64 random_;
   std::string version_;  // the last resourceVersion seen
   bool relist_ = true;
+  bool opened_ = false;  // the current watch was established (2xx)
 
   mutable std::mutex mu_;
   InformerStats stats_;

@@ -87,6 +87,34 @@ bool LeaderElector::TryAcquireOrRenew() {
                {"acquireTime", FormatMicroTime(now)},
                {"renewTime", FormatMicroTime(now)},
                {"leaseTransitions", 0}};
+  if (leader_ && !held_.is_null()) {
+    // Renewing: the Lease as this replica last wrote it, PUT with its resourceVersion (one
+    // request; a conflict means someone else wrote it: read it again below).
+    json lease = held_;
+    lease["spec"]["renewTime"] = FormatMicroTime(now);
+    std::string written;
+    {
+      std::lock_guard lock(mu_);
+      written = written_state_;
+    }
+    if (!state.empty() && state != written) {
+      lease["metadata"]["annotations"][kFindingsAnnotation] = state;
+    }
+    auto put = client_->Send("PUT", path, lease.dump(), "application/json");
+    held_ = json();
+    if (put.ok()) {
+      json back = json::parse(*put, nullptr, false);
+      if (back.is_object() && back.contains("metadata") && back["metadata"].is_object() &&
+          back.contains("spec") && back["spec"].is_object()) {
+        held_ = std::move(back);
+      }
+      std::lock_guard lock(mu_);
+      if (!state.empty()) written_state_ = state;
+      error_.clear();
+      return true;
+    }
+    SetError(put.status().message());
+  }
   auto got = client_->Get(path);
   if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
     json lease = {{"apiVersion", "coordination.k8s.io/v1"},
@@ -102,6 +130,8 @@ bool LeaderElector::TryAcquireOrRenew() {
       SetError(created.status().message());
       return false;
     }
+    held_ = json::parse(*created, nullptr, false);
+    if (!held_.is_object() || !held_.contains("spec")) held_ = json();
     {
       std::lock_guard lock(mu_);
       written_state_ = state;
@@ -143,6 +173,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   }
   if (!holder.empty() && holder != options_.identity &&
       steady < observed_at_ + std::chrono::seconds(duration_s)) {
+    held_ = json();
     if (on_observed_ && saved != observed_state_) {
       observed_state_ = saved;
       on_observed_(saved);
@@ -172,6 +203,10 @@ bool LeaderElector::TryAcquireOrRenew() {
     std::lock_guard lock(mu_);
     written_state_ = write_state ? state : saved;
     error_.clear();
+  }
+  held_ = json::parse(*put, nullptr, false);
+  if (!held_.is_object() || !held_.contains("spec") || !held_["metadata"].is_object()) {
+    held_ = json();
   }
   observed_record_.clear();
   if (!leader_) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "k8s/api_client.h"
 
 namespace tocsin::controller {
@@ -76,6 +78,7 @@ class LeaderElector {
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::chrono::steady_clock::time_point last_renew_{};
+  nlohmann::json held_;  // the Lease as this leader last wrote it (renewals PUT it directly)
 
   mutable std::mutex mu_;
   std::string state_;          // to be written

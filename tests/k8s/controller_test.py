@@ -11,98 +11,20 @@ Event. The controller runs with the ServiceAccount token of deploy/controller's 
 
 Run by `make test`; by hand: make k8s-up && TOCSIN_K8S_ENV=build/k8s/env python3 tests/k8s/controller_test.py
 """
+import calendar
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import SOURCE, ApiError, ClusterTestCase, tocsin_binary  # noqa: E402
+from cluster import ApiError, ClusterTestCase  # noqa: E402
+from controller_process import ControllerProcess  # noqa: E402
 
 PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
 LEASE = "tocsin-controller-test"
-
-
-class Controller:
-    """A `tocsin controller` process; its stderr is collected by a thread."""
-
-    def __init__(self, kubeconfig, identity, lease_ns, *extra):
-        self.identity = identity
-        self.lines = []
-        self.lock = threading.Lock()
-        self.proc = subprocess.Popen(
-            [tocsin_binary(), "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0",
-             "--settle", "200ms", "--leader-elect", "--lease-name", LEASE, "--lease-namespace",
-             lease_ns, "--identity", identity, "--lease-duration", "4s", "--renew-deadline", "3s",
-             "--retry-period", "500ms", *extra],
-            stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._read, daemon=True).start()
-        self.port = ClusterTestCase.cluster.wait_for(self._port, 30, f"{identity} to listen")
-
-    def _read(self):
-        for line in self.proc.stderr:
-            with self.lock:
-                self.lines.append(line)
-
-    def log(self):
-        with self.lock:
-            return "".join(self.lines)
-
-    def _port(self):
-        if self.proc.poll() is not None:
-            raise AssertionError(f"{self.identity} exited {self.proc.returncode}: {self.log()}")
-        m = re.search(r"serving .* on 127\.0\.0\.1:(\d+)", self.log())
-        return int(m.group(1)) if m else None
-
-    def get(self, path):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def metrics(self):
-        """{(name, frozenset(labels)): value}"""
-        _, text = self.get("/metrics")
-        out = {}
-        for line in text.splitlines():
-            if not line or line.startswith("#"):
-                continue
-            m = re.match(r'([a-z_]+)(\{(.*)\})? (\S+)$', line)
-            if not m:
-                continue
-            labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
-            out[(m.group(1), labels)] = float(m.group(4))
-        return out
-
-    def value(self, name, **labels):
-        want = set(labels.items())
-        for (n, ls), v in self.metrics().items():
-            if n == name and want <= set(ls):
-                return v
-        return None
-
-    def stop(self):
-        """SIGTERM; returns the seconds it took to exit."""
-        if self.proc.poll() is not None:
-            return 0.0
-        start = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"{self.identity} did not stop within 10 s of SIGTERM")
-        return time.monotonic() - start
 
 
 class ControllerScenarioTest(ClusterTestCase):
@@ -134,7 +56,10 @@ class ControllerScenarioTest(ClusterTestCase):
         self.cluster.kubectl("delete", "namespace", self.ns, "--wait=false")
 
     def start(self, identity):
-        ctl = Controller(self.kubeconfig, identity, self.lease_ns)
+        ctl = ControllerProcess(self.kubeconfig, "--leader-elect", "--lease-name", LEASE,
+                                "--lease-namespace", self.lease_ns, "--identity", identity,
+                                "--lease-duration", "4s", "--renew-deadline", "3s",
+                                "--retry-period", "500ms")
         self.controllers.append(ctl)
         return ctl
 
@@ -186,7 +111,7 @@ class ControllerScenarioTest(ClusterTestCase):
         since = a.value("tocsin_finding_since_timestamp_seconds", check="daemonset.not-ready",
                         subject=subject)
         created = c.get("daemonset", "-n", self.ns, "rdma-shared-dp-ds")["metadata"]["creationTimestamp"]
-        created_s = time.mktime(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        created_s = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
         self.assertGreaterEqual(since, created_s - 1)  # the onset the objects show, not "now"
         self.assertLessEqual(since, time.time())
         self.assertEqual(a.value("tocsin_check_status", check="daemonset.not-ready"), 0)
