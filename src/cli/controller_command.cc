@@ -23,7 +23,7 @@ struct ControllerFlags {
   std::string listen = "0.0.0.0:9465";
   std::string kubeconfig, context;
   std::string request_timeout = "30s";
-  std::string settle = "1s", resync = "5m";
+  std::string settle = "1s", resync = "5m", clear_after = "30s";
   bool leader_elect = false;
   std::string lease_name = "tocsin-controller", lease_namespace, identity;
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
@@ -51,6 +51,7 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--settle", f.settle, o.settle));
   TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--resync", f.resync, o.resync));
   if (o.resync < o.settle) return Status::InvalidArgument("--resync must be at least --settle");
+  TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--clear-after", f.clear_after, o.clear_after));
   o.leader_elect = f.leader_elect;
   o.lease.name = f.lease_name;
   o.lease.ns = !f.lease_namespace.empty() ? f.lease_namespace
@@ -135,6 +136,10 @@ Command AddControllerCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--resync", f->resync,
                   "Evaluate at least this often, so that ages and time-based severities advance")
+      ->capture_default_str();
+  cmd->add_option("--clear-after", f->clear_after,
+                  "A finding must stay gone this long before it is cleared with a Normal Event "
+                  "(/metrics drops it at once); one back sooner keeps its onset and Warning")
       ->capture_default_str();
   cmd->add_flag("--leader-elect", f->leader_elect,
                 "Elect a leader on a coordination.k8s.io Lease: only it posts Events and keeps "

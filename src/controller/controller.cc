@@ -183,6 +183,12 @@ Status Controller::Loop(int stop_fd) {
   while (true) {
     auto now = std::chrono::steady_clock::now();
     auto due = dirty ? last + options_.settle : last + options_.resync;
+    // A finding that went away is cleared (and its Normal Event posted) when its clear_after
+    // ends, not at the next resync.
+    if (auto clear = tracker_.NextClear(options_.clear_after)) {
+      auto in = std::chrono::duration_cast<std::chrono::milliseconds>(*clear - Clock::now());
+      due = std::min(due, now + std::max(in, std::chrono::milliseconds(0)));
+    }
     bool synced = true;
     for (const auto& inf : informers_) synced &= inf->stats().synced;
     int timeout_ms = 0;
@@ -203,7 +209,9 @@ Status Controller::Loop(int stop_fd) {
     }
     if (!synced) continue;
     now = std::chrono::steady_clock::now();
-    if ((dirty && now >= last + options_.settle) || now >= last + options_.resync) {
+    bool clearing_due = false;
+    if (auto clear = tracker_.NextClear(options_.clear_after)) clearing_due = Clock::now() >= *clear;
+    if ((dirty && now >= last + options_.settle) || now >= last + options_.resync || clearing_due) {
       last = now;
       dirty = false;
       Evaluate();
@@ -270,7 +278,7 @@ void Controller::Evaluate() {
     audit::Options with = audit::WithPluginConfig(s, opt);
     return audit::Run(s, with);
   });
-  std::vector<Transition> transitions = tracker_.Update(findings, opt.now);
+  std::vector<Transition> transitions = tracker_.Update(findings, opt.now, options_.clear_after);
   if (!options_.leader_elect && !events_armed_) {
     events_armed_ = true;  // no saved state: what is active at start was announced before
   } else if (leader_ && events_armed_ && options_.events) {

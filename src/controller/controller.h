@@ -33,6 +33,8 @@ struct ControllerOptions {
   audit::Options audit;  // --device-plugin, --fabric-nodes, ... (now and plugin_config are set here)
   std::chrono::milliseconds settle{1000};    // at most one evaluation per settle after changes
   std::chrono::milliseconds resync{300000};  // at least one evaluation this often
+  // A finding gone this long is cleared (a Normal Event); back before, it never left.
+  std::chrono::milliseconds clear_after{30000};
   bool leader_elect = false;
   LeaseOptions lease;
   bool events = true;

@@ -59,13 +59,30 @@ std::string FindingTracker::Serialize(size_t max_bytes, size_t* dropped) const {
   return nlohmann::json{{"version", 1}, {"findings", findings}}.dump();
 }
 
-std::vector<Transition> FindingTracker::Update(std::vector<Finding>& findings, TimePoint now) {
+std::optional<TimePoint> FindingTracker::NextClear(std::chrono::milliseconds clear_after) const {
+  std::optional<TimePoint> next;
+  for (const auto& [key, e] : active_) {
+    if (!e.missing_since) continue;
+    TimePoint due = *e.missing_since + clear_after;
+    if (!next || due < *next) next = due;
+  }
+  return next;
+}
+
+std::vector<Transition> FindingTracker::Update(std::vector<Finding>& findings, TimePoint now,
+                                               std::chrono::milliseconds clear_after) {
   std::map<Key, Entry> next;
   std::vector<Transition> out;
   for (Finding& f : findings) {
     Key key{f.check, f.subject};
     auto prev = active_.find(key);
-    if (!f.since) f.since = prev != active_.end() ? prev->second.since : now;
+    // A finding active since before keeps the earlier onset: what the objects show can move
+    // later (a pod re-created, a condition rewritten) while the failure went on.
+    if (prev != active_.end()) {
+      f.since = f.since ? std::min(*f.since, prev->second.since) : prev->second.since;
+    } else if (!f.since) {
+      f.since = now;
+    }
     bool fresh = !next.count(key);
     if (prev == active_.end() && fresh) out.push_back({true, f});
     Entry& e = next[key];
@@ -78,6 +95,13 @@ std::vector<Transition> FindingTracker::Update(std::vector<Finding>& findings, T
   }
   for (const auto& [key, e] : active_) {
     if (next.count(key)) continue;
+    TimePoint missing = e.missing_since.value_or(now);
+    if (now - missing < clear_after) {
+      Entry& kept = next[key];  // gone for now: cleared if it stays gone
+      kept = e;
+      kept.missing_since = missing;
+      continue;
+    }
     Finding f;
     f.check = key.first;
     f.subject = key.second;

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,7 +22,8 @@ struct Transition {
 
 // The active findings between evaluations: their onsets and which transitions are new.
 // A finding's `since` is the onset the objects show; when they show none, the first time this
-// controller, or a previous leader (Restore), saw it, never "now" again after a restart.
+// controller, or a previous leader (Restore), saw it, never "now" again after a restart. While a
+// finding stays active its onset never moves later (the objects' can: a re-created pod).
 class FindingTracker {
  public:
   // Takes over the state a previous leader saved (Serialize). A document that cannot be read is
@@ -32,8 +35,13 @@ class FindingTracker {
   std::string Serialize(size_t max_bytes, size_t* dropped) const;
 
   // Fills in `since` where the objects show none and returns what appeared and what cleared
-  // since the last call.
-  std::vector<Transition> Update(std::vector<Finding>& findings, TimePoint now);
+  // since the last call. A finding that is gone is cleared only once it has stayed gone for
+  // `clear_after`: one that comes back before (a DaemonSet whose pods are ready for an instant
+  // between crashes) keeps its onset and makes no transition.
+  std::vector<Transition> Update(std::vector<Finding>& findings, TimePoint now,
+                                 std::chrono::milliseconds clear_after = {});
+  // When the next clearing falls due (an evaluation then posts it), if any.
+  std::optional<TimePoint> NextClear(std::chrono::milliseconds clear_after) const;
   size_t size() const { return active_.size(); }
 
  private:
@@ -42,6 +50,7 @@ class FindingTracker {
     Severity severity = Severity::kInfo;
     TimePoint since;
     std::string message;
+    std::optional<TimePoint> missing_since;  // gone from the evaluations since then
   };
   std::map<Key, Entry> active_;
   bool restored_ = false;

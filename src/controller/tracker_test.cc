@@ -32,6 +32,37 @@ TEST(FindingTrackerTest, OnsetFromTheObjectsElseFirstSeenAndKept) {
   EXPECT_EQ(*later[1].since, kT0 + std::chrono::hours(1));  // not "now"
 }
 
+TEST(FindingTrackerTest, AnOnsetNeverMovesLaterWhileTheFindingLasts) {
+  FindingTracker t;
+  std::vector<Finding> now = {F("daemonset.not-ready", "kube-system/rdma", kT0)};
+  t.Update(now, kT0 + std::chrono::hours(1));
+  // The crash-looping pod was re-created: the objects now show a later onset.
+  std::vector<Finding> later = {F("daemonset.not-ready", "kube-system/rdma",
+                                  kT0 + std::chrono::minutes(50))};
+  t.Update(later, kT0 + std::chrono::hours(2));
+  EXPECT_EQ(*later[0].since, kT0);
+}
+
+TEST(FindingTrackerTest, AFlapIsNoTransitionAndAClearWaitsForClearAfter) {
+  FindingTracker t;
+  const auto hold = std::chrono::seconds(30);
+  std::vector<Finding> on = {F("daemonset.not-ready", "kube-system/rdma", kT0)};
+  EXPECT_EQ(t.Update(on, kT0, hold).size(), 1u);
+  std::vector<Finding> off;
+  EXPECT_TRUE(t.Update(off, kT0 + std::chrono::seconds(1), hold).empty());  // ready an instant
+  EXPECT_EQ(*t.NextClear(hold), kT0 + std::chrono::seconds(31));
+  std::vector<Finding> again = {F("daemonset.not-ready", "kube-system/rdma",
+                                  kT0 + std::chrono::seconds(2))};
+  EXPECT_TRUE(t.Update(again, kT0 + std::chrono::seconds(2), hold).empty());  // no new Warning
+  EXPECT_EQ(*again[0].since, kT0);
+  EXPECT_FALSE(t.NextClear(hold).has_value());
+  EXPECT_TRUE(t.Update(off, kT0 + std::chrono::seconds(10), hold).empty());
+  auto cleared = t.Update(off, kT0 + std::chrono::seconds(40), hold);
+  ASSERT_EQ(cleared.size(), 1u);
+  EXPECT_FALSE(cleared[0].appeared);
+  EXPECT_EQ(t.size(), 0u);
+}
+
 TEST(FindingTrackerTest, ClearedIsReportedOnceWithTheLastMessage) {
   FindingTracker t;
   std::vector<Finding> now = {F("pod.crashloop", "ns/p", kT0)};

@@ -32,7 +32,7 @@ class ControllerScenarioTest(ClusterTestCase):
         c = self.cluster
         self.tmp = tempfile.mkdtemp(prefix="tocsin-ctl-")
         self.ns = c.namespace("tocsin-ctl")
-        self.lease_ns = self.ns
+        self.lease_ns, self.lease_name = self.ns, LEASE
         self.kubeconfig = c.kubeconfig
         self.controllers = []
         # With deploy/controller's RBAC applied (real_cluster_test.py's RbacTest), run as its
@@ -41,12 +41,15 @@ class ControllerScenarioTest(ClusterTestCase):
             c.api("GET", "/api/v1/namespaces/tocsin/serviceaccounts/tocsin-controller")
             token = c.service_account_token("tocsin", "tocsin-controller")
             self.kubeconfig = c.token_kubeconfig(os.path.join(self.tmp, "ctl.kubeconfig"), token)
-            self.lease_ns = "tocsin"  # its Role grants the Lease there only
+            # Its Role grants the one Lease tocsin/tocsin-controller (RbacTest has removed the
+            # Deployment that used it).
+            self.lease_ns, self.lease_name = "tocsin", "tocsin-controller"
             self.as_service_account = True
         except ApiError:
             self.as_service_account = False
         try:
-            c.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_ns}/leases/{LEASE}")
+            c.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_ns}/leases/"
+                            f"{self.lease_name}")
         except ApiError:
             pass
 
@@ -56,10 +59,10 @@ class ControllerScenarioTest(ClusterTestCase):
         self.cluster.kubectl("delete", "namespace", self.ns, "--wait=false")
 
     def start(self, identity):
-        ctl = ControllerProcess(self.kubeconfig, "--leader-elect", "--lease-name", LEASE,
+        ctl = ControllerProcess(self.kubeconfig, "--leader-elect", "--lease-name", self.lease_name,
                                 "--lease-namespace", self.lease_ns, "--identity", identity,
                                 "--lease-duration", "4s", "--renew-deadline", "3s",
-                                "--retry-period", "500ms")
+                                "--retry-period", "500ms", "--clear-after", "3s")
         self.controllers.append(ctl)
         return ctl
 
@@ -70,7 +73,7 @@ class ControllerScenarioTest(ClusterTestCase):
 
     def lease(self):
         return self.cluster.api(
-            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_ns}/leases/{LEASE}")
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_ns}/leases/{self.lease_name}")
 
     def test_crashloop_page_failover_and_fix(self):
         c = self.cluster
@@ -88,6 +91,7 @@ class ControllerScenarioTest(ClusterTestCase):
                   "spec": {"nodeSelector": {"network.nvidia.com/rdma": "true"},
                            "containers": [{"name": "k8s-rdma-shared-dp-ds", "image": PLUGIN_IMAGE,
                                            "command": ["sh", "-c", "echo 'no RDMA devices'; exit 1"]}]}}}}
+        applied_at = time.monotonic()
         c.kubectl("apply", "-f", "-", stdin=json.dumps(ds))
         subject = f"{self.ns}/rdma-shared-dp-ds"
 
@@ -97,7 +101,6 @@ class ControllerScenarioTest(ClusterTestCase):
                 ((s.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
                 for p in pods for s in p["status"].get("containerStatuses") or [{}])
         c.wait_for(crashlooping, 90, "the plugin's 2 pods in CrashLoopBackOff")
-        looping_at = time.monotonic()
 
         def finding():
             for (name, labels), v in a.metrics().items():
@@ -106,8 +109,10 @@ class ControllerScenarioTest(ClusterTestCase):
                         ls.get("subject") == subject and ls.get("severity") in ("error", "critical"):
                     return ls
             return None
+        # Found before the pods even reach CrashLoopBackOff (never ready is enough); bounded by
+        # 15 s from then all the same.
         c.wait_for(finding, 15, "daemonset.not-ready on /metrics within 15 s", interval=0.1)
-        detect_s = time.monotonic() - looping_at
+        detect_s = time.monotonic() - applied_at
         since = a.value("tocsin_finding_since_timestamp_seconds", check="daemonset.not-ready",
                         subject=subject)
         created = c.get("daemonset", "-n", self.ns, "rdma-shared-dp-ds")["metadata"]["creationTimestamp"]
@@ -115,12 +120,15 @@ class ControllerScenarioTest(ClusterTestCase):
         self.assertGreaterEqual(since, created_s - 1)  # the onset the objects show, not "now"
         self.assertLessEqual(since, time.time())
         self.assertEqual(a.value("tocsin_check_status", check="daemonset.not-ready"), 0)
-        [warning] = c.wait_for(lambda: self.events("TocsinFinding"), 15, "the Warning Event")
+        warnings = c.wait_for(lambda: self.events("TocsinFinding"), 15, "the Warning Event")
+        self.assertEqual(len(warnings), 1, json.dumps(warnings, indent=1))
+        warning = warnings[0]
         self.assertEqual(warning["type"], "Warning")
         self.assertEqual(warning["involvedObject"]["kind"], "DaemonSet")
         self.assertTrue(warning["involvedObject"].get("uid"))
         self.assertIn("daemonset.not-ready", warning["message"])
-        print(f"time to detect on /metrics after CrashLoopBackOff: {detect_s:.2f} s", file=sys.stderr)
+        print(f"from the DaemonSet's creation to its finding on /metrics: {detect_s:.2f} s",
+              file=sys.stderr)
 
         # A second replica follows: it serves the same finding and onset, and is not the leader.
         b = self.start("ctl-b")
@@ -129,6 +137,8 @@ class ControllerScenarioTest(ClusterTestCase):
                                    check="daemonset.not-ready", subject=subject) == since,
                    15, "ctl-b to show the leader's onset")
         self.assertEqual(b.value("tocsin_controller_leader"), 0)
+        print("as the ServiceAccount of deploy/controller" if self.as_service_account
+              else "as the admin (deploy/controller's RBAC not applied)", file=sys.stderr)
         self.assertEqual(a.value("tocsin_controller_leader"), 1)
         self.assertTrue(self.lease()["spec"]["holderIdentity"] == "ctl-a")
         saved = json.loads(self.lease()["metadata"]["annotations"]["tocsin.io/findings"])

@@ -220,6 +220,8 @@ NEEDS_NEWER = {
     # completionMode: Indexed is 1.21+ (beta 1.22); on 1.20 the same benchmark is one Job per rank.
     "deploy/examples/bench-net-indexed-job.yaml": "Indexed Jobs need Kubernetes 1.21+",
     "deploy/examples/bench-storage-job.yaml": "Indexed Jobs need Kubernetes 1.21+",
+    # policy/v1 PodDisruptionBudgets are 1.21+ (1.20 has only v1beta1, removed in 1.25).
+    "deploy/controller/pdb.yaml": "policy/v1 is Kubernetes 1.21+",
 }
 
 
@@ -285,7 +287,8 @@ class RbacTest(ClusterTestCase):
             finally:
                 c.kubectl("delete", "daemonset", "-n", "tocsin", "tocsin-agent", "--wait=true",
                           timeout=120)
-                c.wait_for(lambda: not c.get("pods", "-n", "tocsin")["items"], 60,
+                c.wait_for(lambda: not c.get("pods", "-n", "tocsin", "-l",
+                                             "app.kubernetes.io/name=tocsin-agent")["items"], 60,
                            "the agent's pods to be gone")
 
         # The controller Deployment as deployed: two replicas, in-cluster credentials, one of them
@@ -402,6 +405,46 @@ class RbacTest(ClusterTestCase):
                                      token=token), 403)
         self.assertEqual(c.status_of("PATCH", "/api/v1/nodes/gpu-node-01", {"metadata": {}},
                                      token=token, content_type="application/merge-patch+json"), 403)
+
+    def test_controller_has_exactly_its_rights(self):
+        """deploy/controller/rbac.yaml through the real authorizer: what the controller does
+        is allowed, the rest is not."""
+        token = self.token("tocsin-controller")
+        c = self.cluster
+
+        def can(verb, resource, ns="", name="", group=""):
+            attrs = {"verb": verb, "resource": resource, "group": group}
+            if ns:
+                attrs["namespace"] = ns
+            if name:
+                attrs["name"] = name
+            review = c.api("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                           {"apiVersion": "authorization.k8s.io/v1",
+                            "kind": "SelfSubjectAccessReview",
+                            "spec": {"resourceAttributes": attrs}}, token=token)
+            return review["status"]["allowed"]
+        for verb in ("get", "list", "watch"):
+            for resource, group in (("nodes", ""), ("pods", ""), ("daemonsets", "apps"),
+                                    ("jobs", "batch"), ("pytorchjobs", "kubeflow.org"),
+                                    ("mpijobs", "kubeflow.org"), ("jobsets", "jobset.x-k8s.io")):
+                self.assertTrue(can(verb, resource, group=group), (verb, resource))
+        self.assertTrue(can("get", "configmaps", "kube-system", "rdma-devices"))
+        self.assertTrue(can("create", "events", "default"))
+        self.assertTrue(can("patch", "events", "some-team"))
+        self.assertTrue(can("create", "leases", "tocsin", group="coordination.k8s.io"))
+        for verb in ("get", "update"):
+            self.assertTrue(can(verb, "leases", "tocsin", "tocsin-controller",
+                                group="coordination.k8s.io"))
+        denied = [("list", "configmaps", "", "", ""), ("get", "secrets", "tocsin", "x", ""),
+                  ("delete", "pods", "tocsin", "x", ""), ("patch", "nodes", "", "gpu-node-01", ""),
+                  ("update", "daemonsets", "kube-system", "x", "apps"),
+                  ("update", "leases", "tocsin", "another", "coordination.k8s.io"),
+                  ("create", "leases", "kube-system", "", "coordination.k8s.io"),
+                  ("delete", "leases", "tocsin", "tocsin-controller", "coordination.k8s.io"),
+                  ("delete", "events", "default", "x", "")]
+        for verb, resource, ns, name, group in denied:
+            self.assertFalse(can(verb, resource, ns, name, group), (verb, resource, ns, name))
+        self.assertEqual(c.status_of("GET", "/api/v1/secrets", token=token), 403)
 
     def test_agent_daemonset_runs_with_its_own_service_account(self):
         if self.daemonset_skip:

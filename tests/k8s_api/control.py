@@ -8,6 +8,7 @@ POST /_control/apply           {object}: creates or replaces it (by kind, namesp
 POST /_control/delete          {"kind", "namespace", "name"}
 POST /_control/compact         forgets the history: a watch from an older resourceVersion gets 410
 POST /_control/drop-watches    closes every open watch abruptly (no terminating chunk)
+POST /_control/churn           {"per_second": R, "seconds": S}: modifies random pods at R a second
 POST /_control/fail            {"status": 503, "count": N}: the next N API requests fail so
 """
 import datetime
@@ -101,6 +102,13 @@ class ControlMixin:
             for cond in store.changed.values():
                 cond.notify_all()
             return {"dropped": len(store.watchers)}
+
+    def control_post_churn(self, body):
+        per_second, seconds = float(body["per_second"]), float(body["seconds"])
+        if not (0 < per_second <= 100000 and 0 < seconds <= 3600):
+            raise ValueError("per_second in (0, 100000], seconds in (0, 3600]")
+        start_churn(self.state.store, per_second, seconds, int(body.get("seed", 0)))
+        return {"per_second": per_second, "seconds": seconds}
 
     def control_post_fail(self, body):
         status, count = int(body.get("status", 503)), int(body.get("count", 1))
