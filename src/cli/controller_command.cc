@@ -1,9 +1,11 @@
 #include "cli/controller_command.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -33,7 +35,11 @@ struct ControllerFlags {
 };
 
 int g_stop_pipe[2] = {-1, -1};
-extern "C" void OnControllerStop(int) { (void)!write(g_stop_pipe[1], "x", 1); }
+std::atomic<bool> g_stop{false};  // lock-free: set from the signal handler
+extern "C" void OnControllerStop(int) {
+  g_stop.store(true);
+  (void)!write(g_stop_pipe[1], "x", 1);
+}
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -82,6 +88,7 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
         "--retry-period");
   }
   o.events = !f.no_events;
+  o.stop = &g_stop;
   o.event_namespace = f.event_namespace;
   TOCSIN_RETURN_IF_ERROR(f.checks.Apply(o.audit));
   return o;
@@ -98,6 +105,9 @@ int RunController(const ControllerFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // glibc gives each thread that allocates its own arena (informers, the evaluation, 16 HTTP
+  // workers), and an arena keeps its peak: under churn that doubled the RSS (docs/BENCHMARKS.md).
+  mallopt(M_ARENA_MAX, 2);
   controller::Controller c(std::move(*options));
   // Step 1: credentials and what to watch; step 2: serve HTTP.
   if (Status st = c.Discover(); !st.ok()) return UsageError(st.message());

@@ -9,10 +9,11 @@ namespace tocsin::cli {
 Status ParseDurationFlag(const std::string& flag, const std::string& text,
                          std::chrono::milliseconds& out) {
   auto d = ParseDuration(text);
-  if (!d || d->count() == 0) {
+  if (!d) {
     return Status::InvalidArgument(flag + ": not a duration: \"" + text +
                                    "\" (e.g. 500ms, 15s, 2m)");
   }
+  if (d->count() <= 0) return Status::InvalidArgument(flag + ": must be more than 0");
   out = *d;
   return Status::Ok();
 }

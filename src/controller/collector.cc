@@ -11,25 +11,32 @@ namespace tocsin::controller {
 using prometheus::MetricType;
 
 Controller::Collector::Collector(const std::vector<std::unique_ptr<Informer>>* informers,
-                                 const ObjectCache* cache, std::function<bool()> leader)
-    : informers_(informers), cache_(cache), leader_(std::move(leader)) {}
+                                 std::mutex* informers_mu, const ObjectCache* cache,
+                                 std::function<bool()> leader, std::chrono::milliseconds resync)
+    : informers_(informers),
+      informers_mu_(informers_mu),
+      resync_(resync),
+      cache_(cache),
+      leader_(std::move(leader)) {}
 
-void Controller::Collector::Publish(Published published) {
+void Controller::Collector::Publish(std::shared_ptr<const Published> published) {
   std::lock_guard lock(mu_);
   published_ = std::move(published);
 }
 
 std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
   agent::Families f;
-  Published p;
+  std::shared_ptr<const Published> shared;
   {
     std::lock_guard lock(mu_);
-    p = published_;
+    shared = published_;  // shared, not copied: an evaluation replaces it whole
   }
+  const Published& p = *shared;
   bool synced = true, watching = true;
   f.Family("tocsin_controller_watch_up", "1 while the resource's watch is established.",
            MetricType::Gauge);
   std::vector<std::pair<const Resource*, InformerStats>> stats;
+  std::lock_guard informers_lock(*informers_mu_);
   for (const auto& inf : *informers_) {
     stats.push_back({&inf->resource(), inf->stats()});
     synced &= stats.back().second.synced;
@@ -77,8 +84,10 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
            "Findings left out of the Lease annotation at the last write (it was full).",
            MetricType::Gauge)
       .Add({}, static_cast<double>(p.state_dropped));
-  // The checks: unknown until evaluated on a synced cache with every watch up.
-  bool known = p.evaluated && synced && watching;
+  // The checks: unknown until evaluated on a synced cache with every watch up, and again when
+  // evaluations stopped (a stuck loop must not keep the last verdict forever).
+  bool fresh = p.evaluated && Clock::now() - p.last_evaluation <= 2 * resync_ + std::chrono::minutes(1);
+  bool known = fresh && synced && watching;
   std::map<std::string, int> failing;
   for (const auto& finding : p.findings) {
     if (finding.severity >= Severity::kWarning) failing[finding.check] = 1;
@@ -88,7 +97,8 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
            "or a watch down).",
            MetricType::Gauge);
   for (const std::string& id : audit::CheckIds()) {
-    f.Add({{"check", id}}, !known ? -1 : failing.count(id) ? 0 : 1);
+    bool unknown = !known || (id.rfind("job.", 0) == 0 && !p.undiscovered.empty());
+    f.Add({{"check", id}}, unknown ? -1 : failing.count(id) ? 0 : 1);
   }
   f.Family("tocsin_finding", "1 for every active finding.", MetricType::Gauge);
   std::set<std::tuple<std::string, std::string, std::string>> series;  // one per label set

@@ -15,17 +15,20 @@ namespace tocsin::controller {
 // health and cache sizes, and leadership. Reads only memory.
 class Controller::Collector : public prometheus::Collectable {
  public:
-  Collector(const std::vector<std::unique_ptr<Informer>>* informers, const ObjectCache* cache,
-            std::function<bool()> leader);
+  Collector(const std::vector<std::unique_ptr<Informer>>* informers, std::mutex* informers_mu,
+            const ObjectCache* cache, std::function<bool()> leader,
+            std::chrono::milliseconds resync);
   std::vector<prometheus::MetricFamily> Collect() const override;
-  void Publish(Published published);
+  void Publish(std::shared_ptr<const Published> published);
 
  private:
   const std::vector<std::unique_ptr<Informer>>* informers_;
+  std::mutex* informers_mu_;
+  std::chrono::milliseconds resync_;
   const ObjectCache* cache_;
   std::function<bool()> leader_;
   mutable std::mutex mu_;
-  Published published_;
+  std::shared_ptr<const Published> published_ = std::make_shared<Published>();
 };
 
 }  // namespace tocsin::controller

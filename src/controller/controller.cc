@@ -14,6 +14,7 @@
 #include "audit/plugin_config.h"
 #include "base/strings.h"
 #include "controller/collector.h"
+#include "controller/discovery.h"
 #include "k8s/decode.h"
 #include "k8s/events.h"
 
@@ -56,6 +57,8 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
                         .Name("tocsin_controller_events_total")
                         .Help("Events posted about findings, by type (Warning, Normal).")
                         .Register(*registry_);
+  events_family_->Add({{"type", "Warning"}});  // both series from the start, at 0
+  events_family_->Add({{"type", "Normal"}});
   events_dropped_ = &prometheus::BuildCounter()
                          .Name("tocsin_controller_events_dropped_total")
                          .Help("Transitions not posted as Events: over the per-evaluation cap, "
@@ -94,30 +97,49 @@ Status Controller::Discover() {
         access_.origin + ")");
   }
   TOCSIN_ASSIGN_OR_RETURN(client_, NewClient());
-  resources_ = {{"nodes", "/api/v1/nodes", "Node"},
-                {"pods", "/api/v1/pods", "Pod"},
-                {"daemonsets", "/apis/apps/v1/daemonsets", "DaemonSet"},
-                {"jobs", "/apis/batch/v1/jobs", "Job"}};
-  // The training operators' kinds, when their CRDs are installed (discovery; 404: not there).
-  struct Crd {
-    const char* group_version;
-    const char* resource;
-    const char* kind;
-  };
-  for (const Crd& crd : {Crd{"kubeflow.org/v1", "pytorchjobs", "PyTorchJob"},
-                         Crd{"kubeflow.org/v1", "mpijobs", "MPIJob"},
-                         Crd{"jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet"}}) {
-    auto body = client_->Get(std::string("/apis/") + crd.group_version);
-    if (!body.ok()) {
-      if (body.status().code() != StatusCode::kNotFound) {
-        Log("discovery of " + std::string(crd.group_version) + " failed, " + crd.resource +
-            " are not watched: " + body.status().message());
-      }
-      continue;
-    }
-    if (body->find(std::string("\"name\":\"") + crd.resource + "\"") == std::string::npos) continue;
-    resources_.push_back({crd.resource,
-                          std::string("/apis/") + crd.group_version + "/" + crd.resource, crd.kind});
+  client_->SetAbort(options_.stop);
+  resources_ = CoreResources();
+  // The training operators' kinds, when their CRDs are installed. A discovery that failed (not
+  // a 404) is tried again at every resync; until then the job checks are unknown.
+  CrdDiscovery crds = DiscoverCrds(*client_);
+  for (const std::string& e : crds.errors) Log("discovery: " + e + " (tried again every resync)");
+  resources_.insert(resources_.end(), crds.found.begin(), crds.found.end());
+  undiscovered_ = crds.unknown;
+  for (const Resource& r : resources_) TOCSIN_RETURN_IF_ERROR(AddInformer(r));
+  if (options_.leader_elect) {
+    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+    // One attempt per request, each bounded so that a round (at most three requests) fits in
+    // the renew deadline, as client-go bounds its renewals.
+    client->SetAttempts(1);
+    client->SetRequestTimeout(std::max(std::chrono::milliseconds(500),
+                                       std::min(options_.client.request_timeout,
+                                                options_.lease.renew_deadline / 3)));
+    elector_ = std::make_unique<LeaderElector>(
+        std::move(client), options_.lease,
+        [this](bool leader, const std::string& saved) {
+          Log(leader ? "became the leader (Lease " + options_.lease.ns + "/" +
+                           options_.lease.name + ")"
+                     : "not the leader any more: Events stop");
+          {
+            std::lock_guard lock(pending_mu_);
+            pending_leader_ = leader;
+            if (leader) pending_restore_ = saved;
+          }
+          Wake();
+        },
+        [this](const std::string& saved) {
+          {
+            std::lock_guard lock(pending_mu_);
+            pending_restore_ = saved;
+          }
+          Wake();
+        });
+  }
+  if (options_.events) {
+    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+    poster_ = std::make_unique<EventPoster>(
+        std::move(client), [this] { return !elector_ || elector_->leader(); }, events_family_,
+        events_dropped_);
   }
   std::vector<std::string> names;
   for (const auto& r : resources_) names.push_back(r.name);
@@ -125,11 +147,35 @@ Status Controller::Discover() {
   return Status::Ok();
 }
 
+Status Controller::AddInformer(const Resource& r) {
+  TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+  auto inf = std::make_unique<Informer>(r, std::move(client), &cache_, options_.informer,
+                                        [this] { Wake(); });
+  std::lock_guard lock(informers_mu_);
+  informers_.push_back(std::move(inf));
+  return Status::Ok();
+}
+
+void Controller::RetryDiscovery() {
+  if (undiscovered_.empty()) return;
+  CrdDiscovery crds = DiscoverCrds(*client_, undiscovered_);
+  for (const std::string& e : crds.errors) Log("discovery: " + e);
+  for (const Resource& r : crds.found) {
+    if (!AddInformer(r).ok()) continue;
+    std::lock_guard lock(informers_mu_);
+    informers_.back()->Start();
+    Log("watching " + r.name + " (found by discovery)");
+  }
+  undiscovered_ = crds.unknown;
+}
+
 Status Controller::StartHttp() {
   server_ = std::make_unique<agent::MetricsServer>(
       registry_, "controller", "the informers have not synced and evaluated yet");
-  collector_ = std::make_shared<Collector>(&informers_, &cache_,
-                                           [this] { return !options_.leader_elect || (elector_ && elector_->leader()); });
+  collector_ = std::make_shared<Collector>(
+      &informers_, &informers_mu_, &cache_,
+      [this] { return !options_.leader_elect || (elector_ && elector_->leader()); },
+      options_.resync);
   server_->AddCollectable(collector_);
   TOCSIN_RETURN_IF_ERROR(server_->Start(options_.listen_host, options_.listen_port));
   Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
@@ -145,34 +191,12 @@ Status Controller::Loop(int stop_fd) {
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Status::Internal(std::string("pipe: ") + std::strerror(errno));
   }
-  for (const Resource& r : resources_) {
-    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
-    informers_.push_back(std::make_unique<Informer>(r, std::move(client), &cache_,
-                                                    options_.informer, [this] { Wake(); }));
+  {
+    std::lock_guard lock(informers_mu_);
+    for (auto& inf : informers_) inf->Start();
   }
-  for (auto& inf : informers_) inf->Start();
-  if (options_.leader_elect) {
-    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
-    elector_ = std::make_unique<LeaderElector>(
-        std::move(client), options_.lease,
-        [this](bool leader, const std::string& saved) {
-          Log(leader ? "became the leader (Lease " + options_.lease.ns + "/" +
-                           options_.lease.name + ")"
-                     : "lost the leadership: Events stop");
-          {
-            std::lock_guard lock(pending_mu_);
-            pending_leader_ = leader;
-            if (leader) pending_restore_ = saved;
-          }
-          Wake();
-        },
-        [this](const std::string& saved) {
-          {
-            std::lock_guard lock(pending_mu_);
-            pending_restore_ = saved;
-          }
-          Wake();
-        });
+  if (poster_) poster_->Start();
+  if (elector_) {
     elector_->Start();
   } else {
     leader_ = true;
@@ -190,7 +214,10 @@ Status Controller::Loop(int stop_fd) {
       due = std::min(due, now + std::max(in, std::chrono::milliseconds(0)));
     }
     bool synced = true;
-    for (const auto& inf : informers_) synced &= inf->stats().synced;
+    {
+      std::lock_guard lock(informers_mu_);
+      for (const auto& inf : informers_) synced &= inf->stats().synced;
+    }
     int timeout_ms = 0;
     if (due > now) {
       timeout_ms = static_cast<int>(
@@ -258,10 +285,16 @@ void Controller::Evaluate() {
     }
     if (pending_restore_) {
       if (pending_restore_->empty()) {
-        if (leader_) events_armed_ = true;  // a new Lease: nothing was announced before
+        if (leader_) {
+          // Leading with nothing saved (a new Lease): nothing was announced, so every active
+          // finding gets its Warning now, however long it has been there.
+          tracker_.Reset();
+          events_armed_ = true;
+        }
       } else if (Status st = tracker_.Restore(*pending_restore_); !st.ok()) {
         Log("the findings saved in the Lease cannot be read (" + st.message() +
             "): onsets start from now");
+        if (leader_) events_armed_ = true;
       } else if (leader_) {
         events_armed_ = true;
       }
@@ -270,7 +303,10 @@ void Controller::Evaluate() {
     if (!leader_ && options_.leader_elect) events_armed_ = false;
   }
   bool resync = started - configs_at_ >= options_.resync;
-  if (resync) configs_at_ = started;
+  if (resync) {
+    configs_at_ = started;
+    RetryDiscovery();
+  }
   FetchPluginConfigs(resync);
   audit::Options opt = options_.audit;
   opt.now = Clock::now();
@@ -279,104 +315,55 @@ void Controller::Evaluate() {
     return audit::Run(s, with);
   });
   std::vector<Transition> transitions = tracker_.Update(findings, opt.now, options_.clear_after);
-  if (!options_.leader_elect && !events_armed_) {
-    events_armed_ = true;  // no saved state: what is active at start was announced before
-  } else if (leader_ && events_armed_ && options_.events) {
-    PostEvents(transitions);
-  }
-  Published p;
+  // /metrics first: a slow Events API never delays a page.
+  auto p = std::make_shared<Published>();
   if (elector_) {
     size_t dropped = 0;
     std::string state = tracker_.Serialize(options_.max_state_bytes, &dropped);
     if (leader_) elector_->SetState(state);
-    p.state_dropped = static_cast<int64_t>(dropped);
+    p->state_dropped = static_cast<int64_t>(dropped);
   }
-  p.findings = std::move(findings);
-  p.evaluated = true;
-  p.last_evaluation = opt.now;
+  p->findings.reserve(findings.size());
+  for (Finding& f : findings) {
+    p->findings.push_back({std::move(f.check), f.severity, std::move(f.subject), f.since});
+  }
+  findings.clear();
+  p->evaluated = true;
+  p->last_evaluation = opt.now;
+  p->undiscovered = undiscovered_;
   collector_->Publish(std::move(p));
+  if (!options_.leader_elect && !events_armed_) {
+    events_armed_ = true;  // no saved state: what is active at start was announced before
+  } else if (leader_ && events_armed_ && poster_) {
+    size_t queued = 0;
+    for (const Transition& t : transitions) {
+      auto e = EventFor(t, cache_, options_.event_namespace, options_.lease.identity);
+      if (!e || queued >= options_.max_events_per_evaluation) {
+        events_dropped_->Increment();
+        continue;
+      }
+      poster_->Enqueue(std::move(*e));
+      ++queued;
+    }
+  }
   evaluations_->Increment();
   evaluation_seconds_->Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
-void Controller::PostEvents(const std::vector<Transition>& transitions) {
-  size_t posted = 0;
-  for (const Transition& t : transitions) {
-    if (elector_ && !elector_->leader()) {  // lost the Lease meanwhile: no more writes
-      events_dropped_->Increment();
-      continue;
-    }
-    if (posted >= options_.max_events_per_evaluation) {
-      events_dropped_->Increment();
-      continue;
-    }
-    const Finding& f = t.finding;
-    k8s::EventSpec e;
-    std::vector<std::string> parts;
-    for (std::string_view part : Split(f.subject, '/')) parts.emplace_back(part);
-    if (f.check == "daemonset.not-ready" && parts.size() == 2) {
-      e.api_version = "apps/v1";
-      e.kind = "DaemonSet";
-      e.object_ns = parts[0];
-      e.name = parts[1];
-    } else if (f.check.rfind("pod.", 0) == 0 && parts.size() == 2) {
-      e.api_version = "v1";
-      e.kind = "Pod";
-      e.object_ns = parts[0];
-      e.name = parts[1];
-    } else if ((f.check.rfind("node.", 0) == 0 || f.check == "daemonset.coverage") &&
-               parts.size() == 1 && f.subject != "cluster") {
-      e.api_version = "v1";
-      e.kind = "Node";
-      e.name = f.subject;
-    } else if (f.check.rfind("job.", 0) == 0 && parts.size() == 3) {
-      e.object_ns = parts[1];
-      e.name = parts[2];
-      if (parts[0] == "job") {
-        e.api_version = "batch/v1";
-        e.kind = "Job";
-      } else if (parts[0] == "jobset") {
-        e.api_version = "jobset.x-k8s.io/v1alpha2";
-        e.kind = "JobSet";
-      } else {
-        for (const char* kind : {"PyTorchJob", "MPIJob"}) {
-          if (!cache_.Uid(kind, e.object_ns, e.name).empty()) e.kind = kind;
-        }
-        e.api_version = "kubeflow.org/v1";
-      }
-    }
-    if (e.kind.empty()) {  // "cluster", "nodes", or a job whose object is not known
-      events_dropped_->Increment();
-      continue;
-    }
-    e.uid = cache_.Uid(e.kind, e.object_ns, e.name);
-    e.ns = e.object_ns.empty() ? options_.event_namespace : e.object_ns;
-    e.type = t.appeared ? "Warning" : "Normal";
-    e.reason = t.appeared ? "TocsinFinding" : "TocsinFindingCleared";
-    std::string since = f.since ? FormatRfc3339(*f.since) : "unknown";
-    e.message = t.appeared ? fmt::format("{} ({}, since {}): {}", f.check, SeverityName(f.severity),
-                                         since, f.message)
-                           : fmt::format("{} cleared (it had been active since {}): {}", f.check,
-                                         since, f.message);
-    e.component = "tocsin-controller";
-    e.instance = options_.lease.identity;
-    e.time = Clock::now();
-    ++posted;
-    if (Status st = k8s::PostEvent(*client_, e); !st.ok()) {
-      events_dropped_->Increment();
-      Log("event about " + f.subject + " not posted: " + st.message());
-      continue;
-    }
-    events_family_->Add({{"type", e.type}}).Increment();
-  }
-}
-
 void Controller::Shutdown() {
-  for (auto& inf : informers_) inf->RequestStop();  // all at once: each watch aborts within ~1 s
-  for (auto& inf : informers_) inf->Stop();
+  {
+    std::lock_guard lock(informers_mu_);
+    for (auto& inf : informers_) inf->RequestStop();  // all at once: each aborts within ~1 s
+  }
+  if (poster_) poster_->Stop();
+  {
+    std::lock_guard lock(informers_mu_);
+    for (auto& inf : informers_) inf->Stop();
+  }
   if (elector_) elector_->Stop();            // releases a held Lease
   if (server_) server_->Stop();
+  std::lock_guard lock(informers_mu_);
   informers_.clear();
   for (int& fd : wake_pipe_) {
     if (fd >= 0) close(fd);

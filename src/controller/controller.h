@@ -17,8 +17,10 @@
 #include "agent/metrics_server.h"
 #include "audit/checks.h"
 #include "controller/cache.h"
+#include "controller/event_poster.h"
 #include "controller/informer.h"
 #include "controller/lease.h"
+#include "controller/log.h"
 #include "controller/tracker.h"
 #include "k8s/api_client.h"
 #include "k8s/kubeconfig.h"
@@ -40,18 +42,29 @@ struct ControllerOptions {
   bool events = true;
   std::string event_namespace = "default";  // Events about cluster-scoped objects (Nodes)
   InformerOptions informer;
+  // Set (from a signal handler) to stop: every request in flight aborts within about a second.
+  const std::atomic<bool>* stop = nullptr;
   size_t max_events_per_evaluation = 50;  // more transitions at once are counted, not posted
   size_t max_state_bytes = 200 << 10;     // the Lease annotation (the API allows 256 KiB in all)
 };
 
+// A finding as /metrics shows it (no message or evidence: a scrape copies nothing big).
+struct PublishedFinding {
+  std::string check;
+  Severity severity = Severity::kInfo;
+  std::string subject;
+  std::optional<TimePoint> since;
+};
+
 // What an evaluation left for /metrics.
 struct Published {
-  std::vector<Finding> findings;
+  std::vector<PublishedFinding> findings;
   bool evaluated = false;
   bool synced = false;  // every informer has listed once
   bool api_ok = false;  // every watch is up
   TimePoint last_evaluation{};
   int64_t state_dropped = 0;
+  std::vector<std::string> undiscovered;  // training kinds whose discovery failed (job.* unknown)
 };
 
 // `tocsin controller`: the cluster audit, always on, as named steps. Discover (credentials, and
@@ -76,7 +89,8 @@ class Controller {
  private:
   void Evaluate();
   void FetchPluginConfigs(bool force);
-  void PostEvents(const std::vector<Transition>& transitions);
+  Status AddInformer(const Resource& r);
+  void RetryDiscovery();
   void Wake();
   void CountRequest(const std::string& method, const std::string& path, long status);
   Result<std::unique_ptr<k8s::ApiClient>> NewClient();
@@ -85,7 +99,10 @@ class Controller {
   k8s::ClusterAccess access_;
   std::vector<Resource> resources_;
   ObjectCache cache_;
+  std::mutex informers_mu_;  // informers_ grows when discovery finds a kind later
   std::vector<std::unique_ptr<Informer>> informers_;
+  std::vector<std::string> undiscovered_;
+  std::unique_ptr<EventPoster> poster_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<k8s::ApiClient> client_;  // the evaluation thread's: ConfigMaps, Events
   FindingTracker tracker_;
@@ -109,7 +126,5 @@ class Controller {
   bool leader_ = false;  // as the evaluation thread knows it
 };
 
-// Writes one timestamped line to stderr: "2026-12-01T01:02:03Z tocsin controller: <what>".
-void Log(const std::string& what);
 
 }  // namespace tocsin::controller

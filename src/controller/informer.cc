@@ -1,7 +1,9 @@
 #include "controller/informer.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "controller/log.h"
 #include "k8s/watch.h"
 
 namespace tocsin::controller {
@@ -17,7 +19,10 @@ Informer::Informer(Resource resource, std::unique_ptr<k8s::ApiClient> client, Ob
 
 Informer::~Informer() { Stop(); }
 
-void Informer::Start() { thread_ = std::thread([this] { Run(); }); }
+void Informer::Start() {
+  client_->SetAbort(&stop_);  // a list or watch in flight ends within about a second on Stop
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Informer::Stop() {
   stop_ = true;
@@ -30,9 +35,24 @@ InformerStats Informer::stats() const {
 }
 
 void Informer::SetError(const Status& st) {
+  bool was_up;
+  {
+    std::lock_guard lock(mu_);
+    was_up = stats_.watch_up;
+    stats_.watch_up = false;
+    stats_.last_error = st.message();
+  }
+  // Logged when the watch goes down, and then at most once a minute while it stays down.
+  auto now = std::chrono::steady_clock::now();
+  if (was_up || !logged_at_ || now - *logged_at_ >= std::chrono::minutes(1)) {
+    logged_at_ = now;
+    Log(resource_.name + ": " + st.message());
+  }
+}
+
+void Informer::MarkDown() {
   std::lock_guard lock(mu_);
   stats_.watch_up = false;
-  stats_.last_error = st.message();
 }
 
 void Informer::Backoff(std::chrono::milliseconds& wait) {
@@ -103,8 +123,14 @@ Status Informer::WatchOnce() {
   opened_ = false;
   auto on_open = [&] {
     opened_ = true;
-    std::lock_guard lock(mu_);
-    stats_.watch_up = true;
+    bool was_down;
+    {
+      std::lock_guard lock(mu_);
+      was_down = !stats_.last_error.empty();
+      stats_.watch_up = true;
+      stats_.last_error.clear();
+    }
+    if (was_down) Log(resource_.name + ": watching again");
   };
   Status st = client_->Watch(path, std::chrono::seconds(seconds) + options_.watch_slack, on_line,
                              &stop_, on_open);
@@ -116,14 +142,28 @@ Status Informer::WatchOnce() {
     relist_ = true;  // a server that answers the stale version with a status, not an event
     return Status::Ok();
   }
+  if (st.code() == StatusCode::kIoError) {
+    relist_ = true;  // an event too long to take: its object is missing from the cache
+    std::lock_guard lock(mu_);
+    ++stats_.bad_events;
+  }
   return st;
 }
 
 void Informer::Run() {
   auto wait = options_.backoff;
+  std::optional<std::chrono::steady_clock::time_point> listed_at;
   while (!stop_) {
     if (relist_) {
+      MarkDown();
+      // A relist soon after the last list (410 or a bad event right away, again and again)
+      // backs off like an error: a broken server is not listed in a loop.
+      if (listed_at && std::chrono::steady_clock::now() - *listed_at < options_.relist_spacing) {
+        Backoff(wait);
+        if (stop_) break;
+      }
       Status st = List();
+      listed_at = std::chrono::steady_clock::now();
       if (!st.ok()) {
         SetError(st);
         Backoff(wait);
@@ -134,30 +174,27 @@ void Informer::Run() {
     auto started = std::chrono::steady_clock::now();
     Status st = WatchOnce();
     if (stop_) break;
+    auto lasted = std::chrono::steady_clock::now() - started;
+    // The backoff starts over only after a watch that was worth something.
+    bool productive = stats().events > events || lasted >= options_.relist_spacing;
+    if (productive) wait = options_.backoff;
     if (st.ok()) {
       // Ended by the server's timeout, or a relist is due. A server that ends every watch at
       // once, with nothing in it, is not hammered: that is backed off like an error.
-      bool empty_and_short = stats().events == events &&
-                             std::chrono::steady_clock::now() - started < std::chrono::seconds(1);
-      if (empty_and_short && !relist_) {
+      if (!productive && !relist_ && lasted < std::chrono::seconds(1)) {
+        MarkDown();
         Backoff(wait);
-      } else {
-        wait = options_.backoff;
       }
       continue;
     }
     SetError(st);
     if (opened_ && !relist_) {
-      // An established watch that broke: resumed from the last version seen, after a short
-      // wait (the backoff starts over: the server was answering).
-      wait = options_.backoff;
       std::lock_guard lock(mu_);
-      ++stats_.resumes;
+      ++stats_.resumes;  // resumed from the last version seen, after the wait
     }
     Backoff(wait);
   }
-  std::lock_guard lock(mu_);
-  stats_.watch_up = false;
+  MarkDown();
 }
 
 }  // namespace tocsin::controller

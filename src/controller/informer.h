@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -29,6 +30,9 @@ struct InformerOptions {
   std::chrono::seconds watch_slack{30};
   std::chrono::milliseconds backoff{800};       // first wait after an error, doubled, jittered
   std::chrono::milliseconds max_backoff{30000};
+  // A list this soon after the previous one waits its backoff first; a watch that lasted this
+  // long (or brought events) starts the backoff over.
+  std::chrono::milliseconds relist_spacing{10000};
 };
 
 struct InformerStats {
@@ -70,6 +74,7 @@ class Informer {
   Status WatchOnce();
   void Backoff(std::chrono::milliseconds& wait);
   void SetError(const Status& st);
+  void MarkDown();
 
   Resource resource_;
   std::unique_ptr<k8s::ApiClient> client_;
@@ -82,6 +87,7 @@ class Informer {
   std::string version_;  // the last resourceVersion seen
   bool relist_ = true;
   bool opened_ = false;  // the current watch was established (2xx)
+  std::optional<std::chrono::steady_clock::time_point> logged_at_;
 
   mutable std::mutex mu_;
   InformerStats stats_;

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/time.h"
+#include "controller/log.h"
 
 namespace tocsin::controller {
 
@@ -28,10 +30,13 @@ LeaderElector::LeaderElector(std::unique_ptr<k8s::ApiClient> client, LeaseOption
 
 LeaderElector::~LeaderElector() { Stop(); }
 
-void LeaderElector::Start() { thread_ = std::thread([this] { Run(); }); }
+void LeaderElector::Start() {
+  client_->SetAbort(&stop_);
+  thread_ = std::thread([this] { Run(); });
+}
 
 void LeaderElector::Stop() {
-  stop_ = true;
+  stop_ = true;  // also aborts a request in flight (SetAbort in Start)
   if (thread_.joinable()) thread_.join();
 }
 
@@ -46,15 +51,22 @@ std::string LeaderElector::last_error() const {
 }
 
 void LeaderElector::SetError(const std::string& e) {
-  std::lock_guard lock(mu_);
-  error_ = e;
+  {
+    std::lock_guard lock(mu_);
+    if (error_ == e) return;
+    error_ = e;
+  }
+  Log("Lease " + options_.ns + "/" + options_.name + ": " + e);  // logged when it changes
 }
 
 void LeaderElector::Run() {
   while (!stop_) {
     auto round = std::chrono::steady_clock::now();
     bool held = TryAcquireOrRenew();
-    if (held) last_renew_ = std::chrono::steady_clock::now();
+    if (held) {
+      last_renew_ = std::chrono::steady_clock::now();
+      last_renew_ns_ = last_renew_.time_since_epoch().count();
+    }
     if (leader_ && !held && std::chrono::steady_clock::now() - last_renew_ >= options_.renew_deadline) {
       leader_ = false;
       if (on_change_) on_change_(false, "");
@@ -64,13 +76,53 @@ void LeaderElector::Run() {
     }
   }
   if (leader_) {
-    Release();
     leader_ = false;
+    // Handed over at once rather than left to expire: one request, bounded by a second.
+    client_->SetAbort(nullptr);
+    client_->SetRequestTimeout(std::chrono::seconds(1));
+    client_->SetAttempts(1);
+    try {
+      Release();
+    } catch (const json::exception&) {
+    }
     if (on_change_) on_change_(false, "");
   }
 }
 
+namespace {
+
+std::string Str(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+  return j[key].get<std::string>();
+}
+
+int64_t Int(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer()) return 0;
+  return j[key].get<int64_t>();
+}
+
+}  // namespace
+
+bool LeaderElector::leader() const {
+  if (!leader_.load()) return false;
+  // Whatever the elector's thread is waiting on, a leader whose last renewal is older than
+  // the renew deadline writes nothing more.
+  auto last = std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(last_renew_ns_.load()));
+  return std::chrono::steady_clock::now() - last < options_.renew_deadline;
+}
+
 bool LeaderElector::TryAcquireOrRenew() {
+  try {
+    return AcquireOrRenew();
+  } catch (const json::exception& e) {  // a Lease whose fields are not what the API defines
+    SetError(std::string("the Lease is malformed: ") + e.what());
+    held_ = json();
+    return false;
+  }
+}
+
+bool LeaderElector::AcquireOrRenew() {
   std::string path = "/apis/coordination.k8s.io/v1/namespaces/" + options_.ns + "/leases/" +
                      options_.name;
   auto now = Clock::now();
@@ -152,11 +204,10 @@ bool LeaderElector::TryAcquireOrRenew() {
     SetError("GET " + path + ": not a Lease");
     return false;
   }
-  json old = lease.value("spec", json::object());
-  if (!old.is_object()) old = json::object();
-  std::string holder = old.value("holderIdentity", "");
-  int64_t duration_s = old.value("leaseDurationSeconds", int64_t{0});
-  std::string record = holder + "|" + old.value("renewTime", std::string());
+  json old = lease.contains("spec") && lease["spec"].is_object() ? lease["spec"] : json::object();
+  std::string holder = Str(old, "holderIdentity");
+  int64_t duration_s = std::clamp<int64_t>(Int(old, "leaseDurationSeconds"), 0, 3600);
+  std::string record = holder + "|" + Str(old, "renewTime");
   auto steady = std::chrono::steady_clock::now();
   if (record != observed_record_) {
     observed_record_ = record;
@@ -185,10 +236,8 @@ bool LeaderElector::TryAcquireOrRenew() {
     return false;
   }
   bool taking = holder != options_.identity;
-  if (!taking) {
-    spec["acquireTime"] = old.value("acquireTime", spec["acquireTime"].get<std::string>());
-  }
-  int64_t transitions = old.value("leaseTransitions", int64_t{0});
+  if (!taking && !Str(old, "acquireTime").empty()) spec["acquireTime"] = Str(old, "acquireTime");
+  int64_t transitions = Int(old, "leaseTransitions");
   spec["leaseTransitions"] = taking ? transitions + 1 : transitions;
   lease["spec"] = spec;
   // Only the leader writes the state, and only once it has taken over the saved one.
@@ -220,11 +269,15 @@ bool LeaderElector::TryAcquireOrRenew() {
 void LeaderElector::Release() {
   std::string path = "/apis/coordination.k8s.io/v1/namespaces/" + options_.ns + "/leases/" +
                      options_.name;
-  auto got = client_->Get(path);
-  if (!got.ok()) return;
-  json lease = json::parse(*got, nullptr, false);
+  json lease = held_;
+  if (lease.is_null()) {
+    auto got = client_->Get(path);
+    if (!got.ok()) return;
+    lease = json::parse(*got, nullptr, false);
+  }
   if (!lease.is_object() || !lease.contains("spec") || !lease["spec"].is_object() ||
-      lease["spec"].value("holderIdentity", "") != options_.identity) {
+      Str(lease["spec"], "holderIdentity") != options_.identity ||
+      !lease.contains("metadata") || !lease["metadata"].is_object()) {
     return;
   }
   std::string state;

@@ -52,7 +52,9 @@ class LeaderElector {
 
   void Start();
   void Stop();
-  bool leader() const { return leader_.load(); }
+  // True while this replica holds the Lease and its last renewal is younger than the renew
+  // deadline (false at once when renewals stall, whatever the thread is waiting on).
+  bool leader() const;
   // The findings state to write with the next renewal (when it differs from what is there).
   void SetState(std::string state);
   int64_t transitions() const { return transitions_.load(); }
@@ -61,7 +63,8 @@ class LeaderElector {
  private:
   void Run();
   // One round: acquire or renew. True when this replica holds the Lease after it.
-  bool TryAcquireOrRenew();
+  bool TryAcquireOrRenew();  // AcquireOrRenew, with a malformed Lease an error, never a crash
+  bool AcquireOrRenew();
   void Release();
   void SetError(const std::string& e);
 
@@ -78,6 +81,7 @@ class LeaderElector {
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::chrono::steady_clock::time_point last_renew_{};
+  std::atomic<int64_t> last_renew_ns_{0};  // last_renew_, for leader() from other threads
   nlohmann::json held_;  // the Lease as this leader last wrote it (renewals PUT it directly)
 
   mutable std::mutex mu_;

@@ -7,7 +7,8 @@ namespace tocsin::controller {
 
 Status FindingTracker::Restore(std::string_view saved) {
   auto doc = nlohmann::json::parse(saved, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || doc.value("version", 0) != 1 || !doc.contains("findings") ||
+  if (!doc.is_object() || !doc.contains("version") || !doc["version"].is_number_integer() ||
+      doc["version"].get<int64_t>() != 1 || !doc.contains("findings") ||
       !doc["findings"].is_array()) {
     return Status::ParseError("saved findings: not a version 1 document");
   }
@@ -25,7 +26,7 @@ Status FindingTracker::Restore(std::string_view saved) {
     if (f.contains("severity") && f["severity"].is_string()) {
       e.severity = ParseSeverity(f["severity"].get<std::string>()).value_or(Severity::kWarning);
     }
-    if (f.contains("message") && f["message"].is_string()) e.message = f["message"];
+    // No message is taken from the Lease: whoever can write it must not word Events.
     restored[{f["check"].get<std::string>(), f["subject"].get<std::string>()}] = std::move(e);
   }
   active_ = std::move(restored);

@@ -30,6 +30,8 @@ class FindingTracker {
   // an error and leaves the state as it was.
   Status Restore(std::string_view saved);
   bool restored() const { return restored_; }
+  // Forgets every finding (the next Update reports all it is given as appeared).
+  void Reset() { active_.clear(); }
   // The state as JSON of at most `max_bytes`: when it does not fit, the findings seen last are
   // left out (they would only be reported again with a later onset) and `*dropped` says how many.
   std::string Serialize(size_t max_bytes, size_t* dropped) const;

@@ -35,6 +35,11 @@ const CurlApi& Curl() { return **LoadCurl(); }
 
 bool Retryable(long status) { return status == 429 || status >= 500; }
 
+int AbortProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* stop = static_cast<const std::atomic<bool>*>(user);
+  return stop != nullptr && stop->load() ? 1 : 0;  // non-zero aborts the transfer
+}
+
 std::string Duration(std::chrono::milliseconds ms) {
   return ms.count() % 1000 == 0 ? std::to_string(ms.count() / 1000) + " s"
                                 : std::to_string(ms.count()) + " ms";
@@ -245,6 +250,23 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
 
 Result<std::string> ApiClient::Get(const std::string& path) { return Send("GET", path, "", ""); }
 
+void ApiClient::SetAbort(const std::atomic<bool>* stop) {
+  CURL* c = static_cast<CURL*>(curl_);
+  abort_ = stop;
+  Curl().easy_setopt(c, CURLOPT_NOPROGRESS, stop ? 0L : 1L);
+  Curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stop ? AbortProgress : nullptr);
+  Curl().easy_setopt(c, CURLOPT_XFERINFODATA, stop);
+}
+
+void ApiClient::SetRequestTimeout(std::chrono::milliseconds timeout) {
+  options_.request_timeout = timeout;
+  options_.connect_timeout = std::min(options_.connect_timeout, timeout);
+  CURL* c = static_cast<CURL*>(curl_);
+  Curl().easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  Curl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout.count()));
+}
+
 Status ApiClient::PrepareCredential() {
   if (access_.exec && cred_expires_ && *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
     if (Status st = RefreshCredential(false); !st.ok()) return st;
@@ -262,6 +284,9 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
   bool reauthenticated = false;
   Status last;
   for (int attempt = 1; attempt <= options_.attempts; ++attempt) {
+    if (abort_ != nullptr && abort_->load()) {
+      return Status::Unavailable(method + " " + access_.server + path + ": stopped");
+    }
     if (Status st = PrepareCredential(); !st.ok()) return st;
     auto r = Exchange(method, path, body, content_type);
     last_status_ = r.ok() ? r->status : 0;
@@ -298,7 +323,10 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
       last = r.status();
     }
     if (attempt < options_.attempts) {
-      std::this_thread::sleep_for(backoff);
+      auto until = std::chrono::steady_clock::now() + backoff;
+      while (std::chrono::steady_clock::now() < until && !(abort_ && abort_->load())) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
   }

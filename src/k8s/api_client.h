@@ -75,10 +75,17 @@ class ApiClient {
   Status Watch(const std::string& path, std::chrono::milliseconds timeout,
                const std::function<bool(std::string_view line)>& on_line,
                const std::atomic<bool>* stop, const std::function<void()>& on_open = nullptr,
-               size_t max_line = 64u << 20);
+               size_t max_line = 16u << 20);
 
   // HTTP status of the last exchange (0: none, or a transport error).
   long last_status() const { return last_status_; }
+
+  // Every request of this client (watches included) is aborted within about a second once
+  // `*stop` turns true, and Send stops retrying; nullptr: never.
+  void SetAbort(const std::atomic<bool>* stop);
+  // The bound of one request from now on.
+  void SetRequestTimeout(std::chrono::milliseconds timeout);
+  void SetAttempts(int attempts) { options_.attempts = attempts; }
 
   const ClusterAccess& access() const { return access_; }
   int requests() const { return requests_; }
@@ -110,6 +117,7 @@ class ApiClient {
   std::optional<TimePoint> cred_expires_;
   std::optional<ExecCredential> exec_cred_;
   long last_status_ = 0;  // HTTP status of the last exchange (0: none)
+  const std::atomic<bool>* abort_ = nullptr;
   int requests_ = 0;
 };
 

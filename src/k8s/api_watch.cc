@@ -100,6 +100,11 @@ Status ApiClient::Watch(const std::string& path, std::chrono::milliseconds timeo
   Curl().easy_setopt(c, CURLOPT_HEADERDATA, &headers_sink);
   Curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
   Curl().easy_setopt(c, CURLOPT_XFERINFODATA, stop);
+  // A peer that vanished (a node or a network path gone) is noticed by TCP keepalive within
+  // about a minute; a quiet watch is normal (1.20 sends its only bookmark near the end).
+  Curl().easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  Curl().easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 30L);
+  Curl().easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 10L);
   curl_slist* headers = Curl().slist_append(nullptr, "Accept: application/json");
   std::string auth = "Authorization: Bearer " + token_;
   if (!token_.empty()) headers = Curl().slist_append(headers, auth.c_str());
@@ -113,11 +118,9 @@ Status ApiClient::Watch(const std::string& path, std::chrono::milliseconds timeo
   Curl().easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
   Curl().easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
-  Curl().easy_setopt(c, CURLOPT_NOPROGRESS, 1L);
   Curl().easy_setopt(c, CURLOPT_HEADERFUNCTION, nullptr);
   Curl().easy_setopt(c, CURLOPT_HEADERDATA, nullptr);
-  Curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, nullptr);
-  Curl().easy_setopt(c, CURLOPT_XFERINFODATA, nullptr);
+  SetAbort(abort_);  // the client's own abort flag again (or none)
   long status = 0;
   Curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   last_status_ = status;

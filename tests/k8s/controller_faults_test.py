@@ -124,6 +124,25 @@ class ControllerFaultsTest(unittest.TestCase):
         self.assertLess(took, 1.5, ctl.log())
         self.assertEqual(ctl.proc.returncode, 0)
 
+    def test_sigterm_is_prompt_while_a_list_hangs(self):
+        server = ApiServer("--hang", "pods", "--hang-seconds", "100")
+        self.servers.append(server)
+        ctl = ControllerProcess(server.kubeconfig)
+        self.controllers.append(ctl)
+        wait_for(lambda: server.control("GET", "requests")["byResource"].get("pods"), 10,
+                 "the pods list to be hanging", interval=0.1)
+        took = ctl.stop()
+        self.assertLess(took, 2.0, ctl.log())
+
+    def test_a_server_that_expires_every_watch_is_not_listed_in_a_loop(self):
+        server, ctl = self.start("--watch-gone-first", "100000")
+        server.control("POST", "reset-requests")
+        start = time.monotonic()
+        wait_for(lambda: time.monotonic() - start > 6, 10, "6 s", interval=0.5)
+        lists = server.control("GET", "requests")["byVerb"].get("list", 0)
+        self.assertLessEqual(lists, 4 * 5, "relists back off (0.8, 1.6, 3.2 s ...)")
+        self.assertEqual(ctl.value("tocsin_check_status", check="daemonset.not-ready"), -1)
+
     def test_unreachable_api_is_unknown_never_ok(self):
         server = ApiServer()
         self.servers.append(server)
@@ -183,6 +202,29 @@ class LeaderElectionTest(unittest.TestCase):
         b.stop()
         wait_for(lambda: self.leaders() == ["a2"], 3, "a2 to lead within 3 s of b's SIGTERM",
                  interval=0.1)
+
+    def test_a_new_lease_announces_what_is_already_broken(self):
+        # The cluster has been broken for days before the controller is deployed: the first
+        # leader posts a Warning for each finding that has an object.
+        a = self.replica("a")
+        wait_for(lambda: self.leaders() == ["a"], 10, "a to lead", interval=0.1)
+        wait_for(lambda: a.value("tocsin_controller_events_total", type="Warning") >= 1, 10,
+                 "the Warnings about what was broken before", interval=0.1)
+        self.assertGreaterEqual(self.server.control("GET", "requests")["byResource"]
+                                .get("events", {}).get("create", 0), 1)
+
+    def test_a_hostile_lease_is_an_error_not_a_crash(self):
+        self.server.control("POST", "apply", {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "tocsin-controller", "namespace": "tocsin",
+                         "annotations": {"tocsin.io/findings": '{"version":"1","findings":[]}'}},
+            "spec": {"holderIdentity": None, "leaseDurationSeconds": "15"}})
+        a = self.replica("a")
+        wait_for(lambda: self.leaders() == ["a"], 10, "a to lead over the malformed Lease",
+                 interval=0.1)
+        wait_for(lambda: "cannot be read" in a.log(), 10, "the saved state refused, logged",
+                 interval=0.1)
+        self.assertIsNone(a.proc.poll())
 
     def test_a_leader_that_cannot_renew_stops_leading_within_its_renew_deadline(self):
         a = self.replica("a")
