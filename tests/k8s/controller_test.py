@@ -14,6 +14,8 @@ Run by `make test`; by hand: make k8s-up && TOCSIN_K8S_ENV=build/k8s/env python3
 import calendar
 import json
 import os
+import ssl
+import urllib.request
 import sys
 import tempfile
 import time
@@ -22,6 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import ApiError, ClusterTestCase  # noqa: E402
 from controller_process import ControllerProcess  # noqa: E402
+from tcp_proxy import TcpProxy  # noqa: E402
 
 PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
 LEASE = "tocsin-controller-test"
@@ -172,6 +175,70 @@ class ControllerScenarioTest(ClusterTestCase):
         self.assertGreaterEqual(b.value("tocsin_controller_api_requests_total", verb="list",
                                         code="200") or 0, 4)  # one list per resource
         b.stop()
+
+
+class WatchFaultsOnTheRealApiServerTest(ClusterTestCase):
+    """The connections to the real API server are cut (a TCP proxy in between): every watch is
+    dropped and resumed from the last version seen. Meanwhile etcd is compacted past the jobs
+    watch's version (up.sh serves jobs without the watch cache, straight from etcd), so that
+    watch's resume gets the real 410 Expired and is followed by a relist."""
+
+    def etcd(self, path, body):
+        env = self.cluster.env
+        pki = os.path.join(env["K8S_STATE"], "pki")
+        ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
+        ctx.load_cert_chain(os.path.join(pki, "apiserver-etcd-client.crt"),
+                            os.path.join(pki, "apiserver-etcd-client.key"))
+        req = urllib.request.Request(f"https://127.0.0.1:{env['K8S_ETCD_PORT']}{path}",
+                                     data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return json.loads(r.read())
+
+    def test_dropped_watches_resume_and_a_compacted_one_relists(self):
+        c = self.cluster
+        if "K8S_ETCD_PORT" not in c.env:
+            self.skipTest("the control plane was started by an older up.sh (no K8S_ETCD_PORT)")
+        ns = c.namespace("tocsin-ctl-watch")
+        proxy = TcpProxy("127.0.0.1", int(c.env["K8S_API_PORT"]))
+        tmp = tempfile.mkdtemp(prefix="tocsin-ctl-proxy-")
+        with open(c.kubeconfig) as f:
+            text = f.read().replace(c.server, f"https://127.0.0.1:{proxy.port}")
+        kc = os.path.join(tmp, "kubeconfig")
+        with open(kc, "w") as f:
+            f.write(text)
+        ctl = ControllerProcess(kc)
+        try:
+            c.wait_for(lambda: ctl.get("/readyz")[0] == 200, 60, "ready", interval=0.2)
+            job = {"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": "before", "namespace": ns},
+                   "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                       {"name": "c", "image": "busybox", "command": ["sleep", "600"]}]}}}}
+            c.kubectl("apply", "-f", "-", stdin=json.dumps(job))
+            c.wait_for(lambda: ctl.value("tocsin_controller_watch_events_total", resource="jobs")
+                       >= 1, 30, "the Job through the jobs watch", interval=0.1)
+            jobs_before = ctl.value("tocsin_controller_objects", resource="jobs")
+            self.assertGreaterEqual(proxy.cut(), 4)  # every watch (and keep-alive) connection
+            job["metadata"]["name"] = "during"
+            c.kubectl("apply", "-f", "-", stdin=json.dumps(job))
+            revision = int(self.etcd("/v3/kv/range", {"key": "Zm9v"})["header"]["revision"])
+            self.etcd("/v3/kv/compaction", {"revision": revision, "physical": True})
+            proxy.restore()
+            c.wait_for(lambda: ctl.value("tocsin_controller_relists_total", resource="jobs") >= 1,
+                       60, "the jobs informer to relist after the real 410", interval=0.2)
+            c.wait_for(lambda: ctl.value("tocsin_controller_objects", resource="jobs")
+                       == jobs_before + 1, 30, "the Job created while cut", interval=0.2)
+            for resource in ("nodes", "pods", "daemonsets"):
+                c.wait_for(lambda r=resource: ctl.value("tocsin_controller_watch_resumes_total",
+                                                        resource=r) >= 1 and
+                           ctl.value("tocsin_controller_watch_up", resource=r) == 1, 60,
+                           f"{resource} watch resumed", interval=0.2)
+                self.assertEqual(ctl.value("tocsin_controller_relists_total", resource=resource),
+                                 0, f"{resource}: resumed from the watch cache, not relisted")
+            self.assertIn("jobs: watching again", ctl.log())
+        finally:
+            ctl.stop()
+            proxy.close()
+            c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
 if __name__ == "__main__":
