@@ -54,6 +54,9 @@ demo: build
 	  python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$$port/metrics').read().decode())" | \
 	    grep -E '^tocsin_(rdma_port_up|rdma_port_rate|check_status\{check="rdma|node_condition\{condition="RDMA)'; \
 	  kill -TERM $$pid; wait $$pid; cat $$log; rm -f $$log
+	@echo
+	@echo "== tocsin controller watching a (test) API server whose device plugin crash-loops, then SIGTERM =="
+	@tools/demo_controller.sh $(RELEASE_DIR)/tocsin
 
 # Warnings are errors; AddressSanitizer + UBSan; then the fuzz targets are built (clang) and run on
 # their seed corpora as part of ctest.
