@@ -24,6 +24,18 @@ void WithVector(k8s::Snapshot& snap, const std::string& kind, F&& f) {
   if (k8s::IsJobKind(kind)) f(snap.jobs);
 }
 
+// Runs f(theirs, mine) on the vectors that hold `kind` in `from` and in `to`.
+template <typename F>
+void Paired(k8s::Snapshot& from, k8s::Snapshot& to, const std::string& kind, F&& f) {
+  WithVector(from, kind, [&](auto& theirs) {
+    WithVector(to, kind, [&](auto& mine) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(theirs)>, std::decay_t<decltype(mine)>>) {
+        f(theirs, mine);
+      }
+    });
+  });
+}
+
 template <typename T>
 bool OfKind(const std::string&, const T&) {
   return true;
@@ -70,16 +82,10 @@ void ObjectCache::Replace(const std::string& kind, k8s::Snapshot&& listed) {
   if (k8s::IsJobKind(kind)) {
     for (size_t i = 0; i < snap_.jobs.size(); ++i) index_[Key(kind, snap_.jobs[i])] = i;
   }
-  WithVector(listed, kind, [&](auto& vec) {
-    WithVector(snap_, kind, [&](auto& mine) {
-      using T = typename std::decay_t<decltype(mine)>::value_type;
-      using U = typename std::decay_t<decltype(vec)>::value_type;
-      if constexpr (std::is_same_v<T, U>) {
-        for (auto& o : vec) {
-          if (OfKind(kind, o)) Upsert(mine, index_, kind, std::move(o));
-        }
-      }
-    });
+  Paired(listed, snap_, kind, [&](auto& theirs, auto& mine) {
+    for (auto& o : theirs) {
+      if (OfKind(kind, o)) Upsert(mine, index_, kind, std::move(o));
+    }
   });
 }
 
@@ -87,21 +93,15 @@ void ObjectCache::Apply(const std::string& kind, k8s::WatchEvent::Type type,
                         k8s::Snapshot&& object) {
   std::unique_lock lock(mu_);
   bool erase = type == k8s::WatchEvent::Type::kDeleted;
-  WithVector(object, kind, [&](auto& vec) {
-    WithVector(snap_, kind, [&](auto& mine) {
-      using T = typename std::decay_t<decltype(mine)>::value_type;
-      using U = typename std::decay_t<decltype(vec)>::value_type;
-      if constexpr (std::is_same_v<T, U>) {
-        for (auto& o : vec) {
-          if (!OfKind(kind, o)) continue;
-          if (erase) {
-            Erase(mine, index_, kind, o);
-          } else {
-            Upsert(mine, index_, kind, std::move(o));
-          }
-        }
+  Paired(object, snap_, kind, [&](auto& theirs, auto& mine) {
+    for (auto& o : theirs) {
+      if (!OfKind(kind, o)) continue;
+      if (erase) {
+        Erase(mine, index_, kind, o);
+      } else {
+        Upsert(mine, index_, kind, std::move(o));
       }
-    });
+    }
   });
 }
 

@@ -206,20 +206,8 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
     Curl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
   }
-  curl_slist* headers = Curl().slist_append(nullptr, "Accept: application/json");
-  std::string type = "Content-Type: " + content_type;
-  if (method != "GET") headers = Curl().slist_append(headers, type.c_str());
-  std::string auth = "Authorization: Bearer " + token_;
-  if (!token_.empty()) headers = Curl().slist_append(headers, auth.c_str());
-  if (!host_header_.empty()) headers = Curl().slist_append(headers, host_header_.c_str());
-  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   char errbuf[CURL_ERROR_SIZE] = {0};
-  Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  ++requests_;
-  CURLcode rc = Curl().easy_perform(c);
-  Curl().slist_free_all(headers);
-  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
-  Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
+  auto rc = static_cast<CURLcode>(Perform(method != "GET" ? content_type : "", errbuf));
   if (method != "GET") {
     Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
     Curl().easy_setopt(c, CURLOPT_HTTPGET, 1L);  // also forgets POSTFIELDS
@@ -249,6 +237,24 @@ Result<HttpResponse> ApiClient::Exchange(const std::string& method, const std::s
 }
 
 Result<std::string> ApiClient::Get(const std::string& path) { return Send("GET", path, "", ""); }
+
+int ApiClient::Perform(const std::string& content_type, char* errbuf) {
+  CURL* c = static_cast<CURL*>(curl_);
+  curl_slist* headers = Curl().slist_append(nullptr, "Accept: application/json");
+  std::string type = "Content-Type: " + content_type;
+  if (!content_type.empty()) headers = Curl().slist_append(headers, type.c_str());
+  std::string auth = "Authorization: Bearer " + token_;
+  if (!token_.empty()) headers = Curl().slist_append(headers, auth.c_str());
+  if (!host_header_.empty()) headers = Curl().slist_append(headers, host_header_.c_str());
+  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  ++requests_;
+  CURLcode rc = Curl().easy_perform(c);
+  Curl().slist_free_all(headers);
+  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  Curl().easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
+  return rc;
+}
 
 void ApiClient::SetAbort(const std::atomic<bool>* stop) {
   CURL* c = static_cast<CURL*>(curl_);

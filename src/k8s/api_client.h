@@ -97,6 +97,9 @@ class ApiClient {
   Status PrepareCredential();
   // token_ from access_.token_file (a failed read keeps the token there was, as client-go).
   Status ReadTokenFile();
+  // Performs the request set up on the handle, with the headers every request carries (and
+  // Content-Type when given); errbuf: CURL_ERROR_SIZE bytes. A CURLcode.
+  int Perform(const std::string& content_type, char* errbuf);
   // One attempt, no retries.
   Result<HttpResponse> Exchange(const std::string& method, const std::string& path,
                                 const std::string& body, const std::string& content_type);
