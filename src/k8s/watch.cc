@@ -67,21 +67,50 @@ Status DecodeWatchEvent(std::string_view line, const std::string& kind, const st
     if (e) return ToStatus(e, source + ": watch ERROR event");
     return Status::Ok();
   }
-  od::object meta;
-  if (!obj.find_field_unordered("metadata").get_object().get(meta)) {
-    std::string_view rv;
-    auto field = meta.find_field_unordered("resourceVersion");
-    if (!field.error() && !field.get_string().get(rv)) out.resource_version.assign(rv);
-  }
-  if (auto e = obj.reset().error()) {
-    return Status::ParseError(source + ": watch event: " + simdjson::error_message(e));
+  // metadata.resourceVersion. An error inside the object leaves simdjson's iterator unusable
+  // (a reset would dereference a dead parser): the object is decoded in a second, fresh pass.
+  {
+    od::object meta;
+    auto found = obj.find_field_unordered("metadata");
+    if (found.error() && found.error() != simdjson::NO_SUCH_FIELD) {
+      return Status::ParseError(source + ": watch event: " + simdjson::error_message(found.error()));
+    }
+    if (!found.error()) {
+      if (auto e = found.get_object().get(meta)) {
+        return Status::ParseError(source + ": watch event: metadata: " + simdjson::error_message(e));
+      }
+      std::string_view rv;
+      auto field = meta.find_field_unordered("resourceVersion");
+      if (field.error() && field.error() != simdjson::NO_SUCH_FIELD) {
+        return Status::ParseError(source + ": watch event: metadata: " +
+                                  simdjson::error_message(field.error()));
+      }
+      if (!field.error()) {
+        if (auto e = field.get_string().get(rv)) {
+          return Status::ParseError(source + ": watch event: metadata.resourceVersion: " +
+                                    simdjson::error_message(e));
+        }
+        out.resource_version.assign(rv);
+      }
+    }
   }
   if (out.resource_version.empty()) {
     return Status::ParseError(source + ": watch event " + std::string(type) +
                               " without metadata.resourceVersion");
   }
   if (out.type == WatchEvent::Type::kBookmark) return Status::Ok();
-  Err e = DecodeObject(obj, kind, out.object);
+  od::document again;
+  od::object fresh;
+  if (auto e = parser.iterate(padded).get(again)) {
+    return Status::ParseError(source + ": watch event: " + simdjson::error_message(e));
+  }
+  if (auto e = again.get_object().get(root)) {
+    return Status::ParseError(source + ": watch event: " + simdjson::error_message(e));
+  }
+  if (auto e = root.find_field_unordered("object").get_object().get(fresh)) {
+    return Status::ParseError(source + ": watch event: object: " + simdjson::error_message(e));
+  }
+  Err e = DecodeObject(fresh, kind, out.object);
   if (e) return ToStatus(e, source + ": watch event " + std::string(type));
   return Status::Ok();
 }
