@@ -1,5 +1,7 @@
 #include "sys/env.h"
 
+#include <fmt/format.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -62,7 +64,7 @@ class RootedEnv : public Env {
   explicit RootedEnv(std::string root) : root_(std::move(root)) {
     prefix_ = root_;
     while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
-    if (root_.empty()) root_ = "/";
+    if (root_.empty()) root_.assign(1, '/');  // not = "/": GCC 12 -O2 warns (-Wrestrict, a false positive)
   }
 
   Result<std::string> ReadFile(std::string_view path, size_t max_bytes) override {
@@ -94,8 +96,8 @@ class RootedEnv : public Env {
     if (slash == std::string::npos) return Status::InvalidArgument(p + ": not an absolute path");
     std::string parent = slash == 0 ? "/" : p.substr(0, slash);
     TOCSIN_ASSIGN_OR_RETURN(std::string real_parent, Resolve(parent));
-    std::string host = Host(real_parent == "/" ? "/" + p.substr(slash + 1)
-                                               : real_parent + "/" + p.substr(slash + 1));
+    std::string host = Host(fmt::format("{}/{}", real_parent == "/" ? "" : real_parent,
+                                        std::string_view(p).substr(slash + 1)));
     char buf[4096];
     ssize_t n = ::readlink(host.c_str(), buf, sizeof(buf) - 1);
     if (n < 0) return ErrnoStatus(errno, path);
@@ -155,7 +157,8 @@ class RootedEnv : public Env {
       struct stat st;
       if (::lstat(host.c_str(), &st) != 0) {
         int err = errno;
-        std::string at = "/" + Join(done, "/");
+        std::string at(1, '/');
+        at += Join(done, "/");
         if (at == path) return ErrnoStatus(err, path);
         return ErrnoStatus(err, std::string(path) + " (at " + at + ")");
       }
@@ -172,7 +175,9 @@ class RootedEnv : public Env {
       auto parts = Split(target, '/', true);
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.emplace_front(*it);
     }
-    return "/" + Join(done, "/");
+    std::string out(1, '/');
+    out += Join(done, "/");
+    return out;
   }
 
   std::string root_;
