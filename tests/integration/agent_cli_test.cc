@@ -352,6 +352,10 @@ TEST(AgentCliTest, DeployManifestsBuildAndTheirConfigRuns) {
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "spec.nodeName");
   EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"].as<std::string>(), "/healthz");
+  // Root for debugfs, but nothing else: no capabilities, no escalation, the runtime's seccomp.
+  EXPECT_EQ(c["securityContext"]["seccompProfile"]["type"].as<std::string>(""), "RuntimeDefault");
+  EXPECT_FALSE(c["securityContext"]["allowPrivilegeEscalation"].as<bool>(true));
+  EXPECT_EQ(c["securityContext"]["capabilities"]["drop"][0].as<std::string>(""), "ALL");
   for (const auto& m : c["volumeMounts"]) {
     if (m["name"].as<std::string>() != "config") {
       EXPECT_TRUE(m["readOnly"].as<bool>()) << m;
