@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/strings.h"
 #include "tocsin/version.h"
 
 namespace tocsin {
@@ -23,7 +24,15 @@ size_t DisplayWidth(const std::string& s) {
   return n;
 }
 
-void RenderTable(const Table& table, std::string& out) {
+void RenderTable(const Table& raw, std::string& out) {
+  // Every cell may come from a snapshot, a log or a peer: no terminal escapes, no forged rows.
+  Table table = raw;
+  table.title = EscapeControl(table.title);
+  for (auto& c : table.columns) c = EscapeControl(c);
+  for (auto& row : table.rows) {
+    for (auto& cell : row) cell = EscapeControl(cell);
+  }
+  for (auto& note : table.notes) note = EscapeControl(note);
   out += table.title + "\n";
   if (table.rows.empty()) {
     out += "  (none)\n";
@@ -55,7 +64,8 @@ void RenderTable(const Table& table, std::string& out) {
 
 std::string RenderText(const Report& report) {
   std::string out =
-      fmt::format("tocsin {}  host={}  at={}  status={}\n\n", report.command, report.host,
+      fmt::format("tocsin {}  host={}  at={}  status={}\n\n", report.command,
+                  EscapeControl(report.host),
                   FormatRfc3339(report.generated_at), StatusName(report.findings));
   Table findings{"FINDINGS", {"SEVERITY", "CHECK", "SUBJECT", "MESSAGE", "SINCE"}, {}, {}};
   for (const auto& f : report.findings) {

@@ -64,6 +64,27 @@ TEST(ReportTest, TableShowsFindingsAndSections) {
   EXPECT_NE(out.find("4: ACTIVE"), std::string::npos);
 }
 
+TEST(ReportTest, TableCellsCannotEscapeTheTerminalOrForgeRows) {
+  Report r = Sample();
+  r.host = "node\x1b]0;owned\x07";
+  r.findings[0].message = "red \x1b[31mtext\nerror  rdma.port.down  mlx5_9  forged row \xc2\x9b";
+  r.findings[0].subject = "caf\xc3\xa9 \xe2\x9c\x93";  // valid UTF-8 stays
+  std::string out = RenderReport(r, OutputFormat::kTable);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(out.find('\x07'), std::string::npos);
+  EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos);
+  EXPECT_NE(out.find("red \\x1b[31mtext\\nerror"), std::string::npos) << out;
+  EXPECT_NE(out.find("\\u009b"), std::string::npos);
+  EXPECT_NE(out.find("caf\xc3\xa9 \xe2\x9c\x93"), std::string::npos);
+  // The message stays on its finding's line: one FINDINGS row per finding.
+  size_t rows = 0;
+  for (size_t at = out.find("forged row"); at != std::string::npos; at = out.find("forged row", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 1u);
+  EXPECT_EQ(out.substr(0, out.find('\n')).find("forged"), std::string::npos);
+}
+
 TEST(ReportTest, InvalidUtf8DoesNotThrow) {
   Report r = Sample();
   r.findings[0].message = std::string("bad \xff\xfe bytes");

@@ -32,6 +32,11 @@ std::optional<double> ParseDouble(std::string_view s);
 std::string EncodeBase64(std::string_view bytes);
 std::optional<std::string> DecodeBase64(std::string_view text);
 
+// Text from a file, a log or a cluster made safe for a terminal: valid UTF-8 kept, control
+// characters (C0, DEL, C1: terminal escapes, line breaks that would forge table rows) and
+// invalid bytes written as \n, \r, \t or \xNN (a C1 character as \u0080..\u009f).
+std::string EscapeControl(std::string_view s);
+
 // Quotes a value for messages: printable ASCII kept, everything else \xNN, cut at `max` bytes.
 std::string Quote(std::string_view s, size_t max = 80);
 

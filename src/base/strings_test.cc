@@ -53,3 +53,21 @@ TEST(StringsTest, Base64RoundTripAndStrictDecoding) {
 
 }  // namespace
 }  // namespace tocsin
+
+namespace tocsin {
+namespace {
+
+TEST(EscapeControlTest, ControlsAndBadBytesAreVisibleUtf8Stays) {
+  EXPECT_EQ(EscapeControl("plain text"), "plain text");
+  EXPECT_EQ(EscapeControl("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(EscapeControl("\x1b[2J\x7f"), "\\x1b[2J\\x7f");
+  EXPECT_EQ(EscapeControl(std::string("nul\0x", 5)), "nul\\x00x");
+  EXPECT_EQ(EscapeControl("\xc2\x9b" "31m"), "\\u009b" "31m");                   // C1 CSI
+  EXPECT_EQ(EscapeControl("\xc3\xa9\xe2\x9c\x93\xf0\x9f\x94\x94"), "\xc3\xa9\xe2\x9c\x93\xf0\x9f\x94\x94");
+  EXPECT_EQ(EscapeControl("\xff\xc3"), "\\xff\\xc3");                      // invalid, cut
+  EXPECT_EQ(EscapeControl("\xe0\x80\x80"), "\\xe0\\x80\\x80");           // overlong
+  EXPECT_EQ(EscapeControl("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // surrogate
+}
+
+}  // namespace
+}  // namespace tocsin
