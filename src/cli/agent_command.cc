@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "cli/daemon_flags.h"
+#include "cli/number_flags.h"
 #include "cli/node_flags.h"
 #include "cli/report_flags.h"
 #include "cli/yaml_config.h"
@@ -37,17 +38,6 @@ struct AgentFlags {
   std::string fabric_sustain = "60s";
   NodeFlags node;
 };
-
-// CLI::NonNegativeNumber prints its whole double range; this says what is wrong.
-const CLI::Validator kNonNegative(
-    [](std::string& v) {
-      char* end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      return end != v.c_str() && *end == '\0' && d >= 0
-                 ? std::string()
-                 : "must be a number >= 0, got \"" + v + "\"";
-    },
-    "NUMBER>=0");
 
 int g_stop_pipe[2] = {-1, -1};
 int g_wake_pipe[2] = {-1, -1};
@@ -217,6 +207,7 @@ Command AddAgentCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--stale-factor", f->stale_factor,
                   "A task is stale after this many intervals (plus its timeout) without success")
+      ->check(Number(1, 1000))
       ->capture_default_str();
   cmd->add_flag("--taint", f->taint,
                 "Keep a NoSchedule taint on the node while a finding is at "
@@ -228,17 +219,17 @@ Command AddAgentCommand(CLI::App& parent) {
                   "create, stat, unlink; repeatable)");
   cmd->add_option("--probe-max-fsync-ms", f->probe_max_fsync_ms,
                   "A slower probe write+fsync is storage.latency.high")
-      ->check(kNonNegative);
+      ->check(Number(0, 86400000));
   cmd->add_option("--probe-max-meta-ms", f->probe_max_meta_ms,
                   "A slower probe create/stat/unlink is storage.latency.high")
-      ->check(kNonNegative);
+      ->check(Number(0, 86400000));
   cmd->add_option("--fabric-idle-below", f->fabric_idle_below,
                   "Bytes/s: RDMA traffic below this is idle (node.fabric.idle-while-tcp-busy)")
-      ->check(kNonNegative)
+      ->check(Number(0, 1e15))
       ->capture_default_str();
   cmd->add_option("--tcp-busy-above", f->tcp_busy_above,
                   "Bytes/s: Ethernet traffic above this is busy")
-      ->check(kNonNegative)
+      ->check(Number(0, 1e15))
       ->capture_default_str();
   cmd->add_option("--fabric-sustain", f->fabric_sustain,
                   "How long idle-while-busy must last before it is a finding")

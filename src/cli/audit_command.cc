@@ -1,4 +1,5 @@
 #include "cli/audit_command.h"
+#include "cli/number_flags.h"
 
 #include <algorithm>
 #include <iostream>
@@ -109,9 +110,11 @@ Command AddAuditCommand(CLI::App& parent) {
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
   cmd->add_option("--request-timeout", flags->request_timeout_s,
                   "Seconds one API request may take (retries with backoff come on top)")
+      ->check(Seconds())
       ->capture_default_str();
   cmd->add_option("--chunk-size", flags->chunk_size,
                   "Objects per list page (limit/continue); 0 lists each resource at once")
+      ->check(Count(0, 1000000))
       ->capture_default_str();
   cmd->add_option("--now", flags->now, "RFC 3339 time to compute ages against (default: now)");
   flags->checks.AddTo(cmd);

@@ -1,4 +1,5 @@
 #include "cli/bench_command.h"
+#include "cli/number_flags.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -270,11 +271,14 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
                   "Local IP for the data plane (default: the one that reaches the coordinator)");
   net->add_option("--timeout", f->timeout_s,
                   "Seconds to wait for any rank (joining, each operation, each step)")
+      ->check(Seconds())
       ->capture_default_str();
   net->add_option("--min-busbw", f->min_busbw,
-                  "GB/s: a test averaging below it, or a p2p pair below it, fails (exit 1)");
+                  "GB/s: a test averaging below it, or a p2p pair below it, fails (exit 1)")
+      ->check(Number(0, 1e9));
   net->add_option("--straggler-ratio", f->straggler,
                   "A p2p pair below this share of the median pair is a straggler")
+      ->check(Number(0, 1))
       ->capture_default_str();
   auto sf = std::make_shared<StorageFlags>();
   CLI::App* st = bench->add_subcommand(
@@ -300,16 +304,23 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
   st->add_option("-c,--check", sf->check, "Verify data on read: 1 or 0")->capture_default_str();
   st->add_option("--op-timeout", sf->op_timeout_s,
                  "Seconds one operation may take before storage.timeout")
+      ->check(Seconds())
       ->capture_default_str();
   st->add_option("--timeout", sf->timeout_s,
                  "Seconds a phase (and a wait for another rank) may take")
+      ->check(Seconds())
       ->capture_default_str();
-  st->add_option("--min-read-gbps", sf->min_read, "GB/s: a slower read phase fails");
-  st->add_option("--min-write-gbps", sf->min_write, "GB/s: a slower write phase fails");
-  st->add_option("--max-fsync-p99-ms", sf->max_fsync_p99, "ms: a slower fsync p99 fails");
-  st->add_option("--max-meta-p99-ms", sf->max_meta_p99, "ms: a slower metadata p99 fails");
+  st->add_option("--min-read-gbps", sf->min_read, "GB/s: a slower read phase fails")
+      ->check(Number(0, 1e6));
+  st->add_option("--min-write-gbps", sf->min_write, "GB/s: a slower write phase fails")
+      ->check(Number(0, 1e6));
+  st->add_option("--max-fsync-p99-ms", sf->max_fsync_p99, "ms: a slower fsync p99 fails")
+      ->check(Number(0, 86400000));
+  st->add_option("--max-meta-p99-ms", sf->max_meta_p99, "ms: a slower metadata p99 fails")
+      ->check(Number(0, 86400000));
   st->add_option("--straggler-ratio", sf->straggler,
                  "A node below this share of the median node is slow (3+ nodes)")
+      ->check(Number(0, 1))
       ->capture_default_str();
   sf->ranks.AddTo(st);
   return {{net, [f] { return RunNet(*f); }}, {st, [sf] { return RunStorage(*sf); }}};

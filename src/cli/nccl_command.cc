@@ -1,4 +1,5 @@
 #include "cli/nccl_command.h"
+#include "cli/number_flags.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -258,10 +259,10 @@ Command AddNcclCommand(CLI::App& parent) {
                 "Warn when RDMA channels do not use GPUDirect RDMA");
   cmd->add_option("--min-busbw", flags->min_busbw,
                   "nccl-tests: average bus bandwidth below this (GB/s) is an error")
-      ->check(CLI::PositiveNumber);
+      ->check(Number(0.000001, 1e9));
   cmd->add_option("--threads", flags->threads,
                   "Threads for large regular files (default: all cores; 1 reads in order)")
-      ->check(CLI::Range(1, 1024))
+      ->check(Count(1, 1024))
       ->capture_default_str();
   cmd->add_flag("--follow", flags->follow,
                 "Print each rank's transport as soon as it is known (for kubectl logs -f)");

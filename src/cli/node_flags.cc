@@ -1,16 +1,17 @@
 #include "cli/node_flags.h"
+#include "cli/number_flags.h"
 
 namespace tocsin::cli {
 
 void NodeFlags::AddTo(CLI::App* cmd) {
   cmd->add_option("--expect-rdma-ports", expect_rdma_ports,
                   "Number of RDMA ports that must be ACTIVE")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Count(0, 4096));
   cmd->add_option("--expect-rate", expect_rate, "Minimum link rate per port, in Gb/s")
-      ->check(CLI::PositiveNumber);
+      ->check(Number(0.001, 1e6));
   cmd->add_option("--expect-link-layer", expect_link_layer, "InfiniBand or Ethernet");
   cmd->add_option("--expect-gpus", expect_gpus, "Number of GPUs on the PCI bus")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Count(0, 4096));
   cmd->add_option("--expect-mount", expect_mounts,
                   "PATH[:FSTYPE] that must be a mount point (repeatable)");
   cmd->add_option("--nvml-library", nvml_library,
@@ -18,7 +19,7 @@ void NodeFlags::AddTo(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("--nvml-timeout", nvml_timeout_s,
                   "Seconds to wait for NVML before reporting it hung")
-      ->check(CLI::PositiveNumber)
+      ->check(Seconds())
       ->capture_default_str();
 }
 

@@ -40,6 +40,41 @@ TEST(CliUsageTest, HelpAndVersionExitZero) {
   EXPECT_NE(version.out.find("tocsin "), std::string::npos);
 }
 
+// nan, inf, 1e300 and waits below a millisecond became undefined casts and false findings ("the
+// filesystem stopped answering"): every number flag refuses them, naming the flag and its range in
+// words, never CLI11's 300-digit bounds.
+TEST(CliUsageTest, NumberFlagsRefuseNanInfHugeAndSubMillisecond) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"node", "--nvml-timeout"},         {"node", "--expect-rate"},
+      {"nccl", "--min-busbw"},            {"audit", "--request-timeout"},
+      {"bench", "net", "--timeout"},      {"bench", "net", "--min-busbw"},
+      {"bench", "net", "--straggler-ratio"}, {"bench", "storage", "--op-timeout"},
+      {"bench", "storage", "--timeout"},  {"bench", "storage", "--max-fsync-p99-ms"},
+      {"agent", "--probe-max-fsync-ms"},  {"agent", "--stale-factor"},
+      {"agent", "--fabric-idle-below"}};
+  for (const auto& c : cases) {
+    for (const std::string bad : {"nan", "inf", "-inf", "1e300", "0.0001", "-1", "12abc"}) {
+      if (bad == "0.0001" && c.back().find("timeout") == std::string::npos) continue;
+      std::vector<std::string> args = c;
+      args.push_back(bad);
+      RunResult r = Tocsin(args);
+      std::string what = c.back() + " " + bad;
+      EXPECT_EQ(r.exit_code, 2) << what << ": " << r.err;
+      EXPECT_NE(r.err.find(c.back()), std::string::npos) << what << ": " << r.err;
+      EXPECT_LT(r.err.size(), 600u) << what << ": " << r.err;
+      EXPECT_EQ(r.err.find("1.79769"), std::string::npos) << what << ": " << r.err;
+    }
+  }
+  RunResult counts = Tocsin({"nccl", "--threads", "100000"});
+  EXPECT_EQ(counts.exit_code, 2);
+  EXPECT_NE(counts.err.find("from 1 to 1024"), std::string::npos) << counts.err;
+  for (const std::string flag : {"--settle", "--resync", "--clear-after", "--retry-period"}) {
+    RunResult d = Tocsin({"controller", flag, "0.1ms"});
+    EXPECT_EQ(d.exit_code, 2) << flag << ": " << d.err;
+    EXPECT_NE(d.err.find(flag), std::string::npos) << d.err;
+  }
+}
+
 TEST(CliUsageTest, BadFlagsExitTwoAndNameTheFlag) {
   RunResult none = Tocsin({});
   EXPECT_EQ(none.exit_code, 2);
