@@ -105,11 +105,18 @@ void ObjectCache::Apply(const std::string& kind, k8s::WatchEvent::Type type,
   });
 }
 
-void ObjectCache::SetConfigMaps(std::vector<k8s::ConfigMap> configmaps,
+bool ObjectCache::SetConfigMaps(std::vector<k8s::ConfigMap> configmaps,
                                 std::vector<std::string> errors) {
   std::unique_lock lock(mu_);
+  auto same = [](const k8s::ConfigMap& a, const k8s::ConfigMap& b) {
+    return a.ns == b.ns && a.name == b.name && a.data == b.data;
+  };
+  bool changed = errors != snap_.load_errors ||
+                 !std::equal(configmaps.begin(), configmaps.end(), snap_.configmaps.begin(),
+                             snap_.configmaps.end(), same);
   snap_.configmaps = std::move(configmaps);
   snap_.load_errors = std::move(errors);
+  return changed;
 }
 
 std::string ObjectCache::Uid(const std::string& kind, const std::string& ns,

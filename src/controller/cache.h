@@ -23,7 +23,8 @@ class ObjectCache {
   void Apply(const std::string& kind, k8s::WatchEvent::Type type, k8s::Snapshot&& object);
   // The device plugins' ConfigMaps (fetched by the controller, not watched) and what could not
   // be read of them (the audit's load_errors).
-  void SetConfigMaps(std::vector<k8s::ConfigMap> configmaps, std::vector<std::string> errors);
+  // True when they differ from what was there.
+  bool SetConfigMaps(std::vector<k8s::ConfigMap> configmaps, std::vector<std::string> errors);
   // The uid of the object of `kind` named `ns`/`name` ("" when it is not cached).
   std::string Uid(const std::string& kind, const std::string& ns, const std::string& name) const;
   size_t Count(const std::string& kind) const;

@@ -32,13 +32,14 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
     shared = published_;  // shared, not copied: an evaluation replaces it whole
   }
   const Published& p = *shared;
-  bool synced = true, watching = true;
+  bool synced = true, watching = true;  // of the informers the checks read
   f.Family("tocsin_controller_watch_up", "1 while the resource's watch is established.",
            MetricType::Gauge);
   std::vector<std::pair<const Resource*, InformerStats>> stats;
   std::lock_guard informers_lock(*informers_mu_);
   for (const auto& inf : *informers_) {
     stats.push_back({&inf->resource(), inf->stats()});
+    if (!inf->resource().checked) continue;
     synced &= stats.back().second.synced;
     watching &= stats.back().second.watch_up;
   }
@@ -65,7 +66,8 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
   for (const auto& [r, s] : stats) {
     f.Add({{"resource", r->name}}, static_cast<double>(s.bad_events));
   }
-  f.Family("tocsin_controller_synced", "1 when every informer has listed its resource once.",
+  f.Family("tocsin_controller_synced",
+           "1 when every informer the checks read (nodes, pods, daemonsets) has listed once.",
            MetricType::Gauge)
       .Add({}, synced ? 1 : 0);
   f.Family("tocsin_controller_leader",
@@ -97,8 +99,7 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
            "or a watch down).",
            MetricType::Gauge);
   for (const std::string& id : audit::CheckIds()) {
-    bool unknown = !known || (id.rfind("job.", 0) == 0 && !p.undiscovered.empty());
-    f.Add({{"check", id}}, unknown ? -1 : failing.count(id) ? 0 : 1);
+    f.Add({{"check", id}}, !known ? -1 : failing.count(id) ? 0 : 1);
   }
   f.Family("tocsin_finding", "1 for every active finding.", MetricType::Gauge);
   std::set<std::tuple<std::string, std::string, std::string>> series;  // one per label set

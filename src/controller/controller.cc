@@ -105,6 +105,8 @@ Status Controller::Discover() {
   for (const std::string& e : crds.errors) Log("discovery: " + e + " (tried again every resync)");
   resources_.insert(resources_.end(), crds.found.begin(), crds.found.end());
   undiscovered_ = crds.unknown;
+  absent_ = crds.absent;
+  configs_at_ = std::chrono::steady_clock::now();  // discovery was just done
   for (const Resource& r : resources_) TOCSIN_RETURN_IF_ERROR(AddInformer(r));
   if (options_.leader_elect) {
     TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
@@ -157,16 +159,37 @@ Status Controller::AddInformer(const Resource& r) {
 }
 
 void Controller::RetryDiscovery() {
-  if (undiscovered_.empty()) return;
-  CrdDiscovery crds = DiscoverCrds(*client_, undiscovered_);
+  // Kinds whose list answered 404 (an operator uninstalled) are looked for again with the rest.
+  {
+    std::lock_guard lock(informers_mu_);
+    for (auto it = informers_.begin(); it != informers_.end();) {
+      if ((*it)->stats().gone) {
+        absent_.push_back((*it)->resource().name);
+        (*it)->Stop();
+        it = informers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // What failed is tried every resync; what is not served (an operator installed later), every
+  // hour: one GET a group.
+  std::vector<std::string> wanted = undiscovered_;
+  if (++resyncs_ % 12 == 0) wanted.insert(wanted.end(), absent_.begin(), absent_.end());
+  if (wanted.empty()) return;
+  CrdDiscovery crds = DiscoverCrds(*client_, wanted);
   for (const std::string& e : crds.errors) Log("discovery: " + e);
   for (const Resource& r : crds.found) {
     if (!AddInformer(r).ok()) continue;
     std::lock_guard lock(informers_mu_);
     informers_.back()->Start();
     Log("watching " + r.name + " (found by discovery)");
+    std::erase(absent_, r.name);
   }
   undiscovered_ = crds.unknown;
+  for (const std::string& name : crds.absent) {
+    if (std::find(absent_.begin(), absent_.end(), name) == absent_.end()) absent_.push_back(name);
+  }
 }
 
 Status Controller::StartHttp() {
@@ -191,6 +214,7 @@ Status Controller::Loop(int stop_fd) {
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Status::Internal(std::string("pipe: ") + std::strerror(errno));
   }
+  if (options_.stop != nullptr && options_.stop->load()) return Status::Ok();  // during Discover
   {
     std::lock_guard lock(informers_mu_);
     for (auto& inf : informers_) inf->Start();
@@ -213,10 +237,15 @@ Status Controller::Loop(int stop_fd) {
       auto in = std::chrono::duration_cast<std::chrono::milliseconds>(*clear - Clock::now());
       due = std::min(due, now + std::max(in, std::chrono::milliseconds(0)));
     }
-    bool synced = true;
-    {
+    // The first evaluation waits for the informers the checks read (the others only name
+    // Event targets); later ones never wait: an informer down makes its checks unknown instead.
+    bool synced = evaluated;
+    if (!synced) {
+      synced = true;
       std::lock_guard lock(informers_mu_);
-      for (const auto& inf : informers_) synced &= inf->stats().synced;
+      for (const auto& inf : informers_) {
+        if (inf->resource().checked) synced &= inf->stats().synced;
+      }
     }
     int timeout_ms = 0;
     if (due > now) {
@@ -252,7 +281,7 @@ Status Controller::Loop(int stop_fd) {
   return Status::Ok();
 }
 
-void Controller::FetchPluginConfigs(bool force) {
+bool Controller::FetchPluginConfigs(bool force) {
   std::set<std::string> wanted = cache_.Read([&](const k8s::Snapshot& s) {
     std::set<std::string> out;
     for (const auto& ds : s.daemonsets) {
@@ -261,7 +290,7 @@ void Controller::FetchPluginConfigs(bool force) {
     }
     return out;
   });
-  if (!force && wanted == wanted_configs_) return;
+  if (!force && wanted == wanted_configs_) return false;
   wanted_configs_ = wanted;
   k8s::Snapshot read;
   std::vector<std::string> errors;
@@ -272,7 +301,7 @@ void Controller::FetchPluginConfigs(bool force) {
     Status st = body.ok() ? k8s::DecodeJson(*body, ref, read) : body.status();
     if (!st.ok() && st.code() != StatusCode::kNotFound) errors.push_back(st.message());
   }
-  cache_.SetConfigMaps(std::move(read.configmaps), std::move(errors));
+  return cache_.SetConfigMaps(std::move(read.configmaps), std::move(errors));
 }
 
 void Controller::Evaluate() {
@@ -302,12 +331,9 @@ void Controller::Evaluate() {
     }
     if (!leader_ && options_.leader_elect) events_armed_ = false;
   }
-  bool resync = started - configs_at_ >= options_.resync;
-  if (resync) {
-    configs_at_ = started;
-    RetryDiscovery();
-  }
-  FetchPluginConfigs(resync);
+  // The device plugins' ConfigMaps before the first evaluation (a pool they declare must not
+  // read as missing for a moment); afterwards they are refreshed after publishing.
+  if (!first_done_) FetchPluginConfigs(true);
   audit::Options opt = options_.audit;
   opt.now = Clock::now();
   std::vector<Finding> findings = cache_.Read([&](const k8s::Snapshot& s) {
@@ -330,7 +356,6 @@ void Controller::Evaluate() {
   findings.clear();
   p->evaluated = true;
   p->last_evaluation = opt.now;
-  p->undiscovered = undiscovered_;
   collector_->Publish(std::move(p));
   if (!options_.leader_elect && !events_armed_) {
     events_armed_ = true;  // no saved state: what is active at start was announced before
@@ -349,6 +374,16 @@ void Controller::Evaluate() {
   evaluations_->Increment();
   evaluation_seconds_->Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  // What may wait on the API comes after /metrics has the verdict: the training kinds'
+  // discovery and the ConfigMaps (when the plugins changed, and every resync). A ConfigMap that
+  // changed is evaluated again at once.
+  first_done_ = true;
+  bool resync = started - configs_at_ >= options_.resync;
+  if (resync) {
+    configs_at_ = started;
+    RetryDiscovery();
+  }
+  if (FetchPluginConfigs(resync)) Wake();
 }
 
 void Controller::Shutdown() {

@@ -64,7 +64,6 @@ struct Published {
   bool api_ok = false;  // every watch is up
   TimePoint last_evaluation{};
   int64_t state_dropped = 0;
-  std::vector<std::string> undiscovered;  // training kinds whose discovery failed (job.* unknown)
 };
 
 // `tocsin controller`: the cluster audit, always on, as named steps. Discover (credentials, and
@@ -88,7 +87,8 @@ class Controller {
 
  private:
   void Evaluate();
-  void FetchPluginConfigs(bool force);
+  // True when what was read differs from what the cache had.
+  bool FetchPluginConfigs(bool force);
   Status AddInformer(const Resource& r);
   void RetryDiscovery();
   void Wake();
@@ -101,12 +101,15 @@ class Controller {
   ObjectCache cache_;
   std::mutex informers_mu_;  // informers_ grows when discovery finds a kind later
   std::vector<std::unique_ptr<Informer>> informers_;
-  std::vector<std::string> undiscovered_;
+  std::vector<std::string> undiscovered_;  // discovery failed: tried again every resync
+  std::vector<std::string> absent_;        // not served: looked for again every hour
+  int resyncs_ = 0;
   std::unique_ptr<EventPoster> poster_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<k8s::ApiClient> client_;  // the evaluation thread's: ConfigMaps, Events
   FindingTracker tracker_;
-  bool events_armed_ = false;  // transitions are posted once the previous state is known
+  bool events_armed_ = false;
+  bool first_done_ = false;  // transitions are posted once the previous state is known
   std::set<std::string> wanted_configs_;
   std::chrono::steady_clock::time_point configs_at_{};
 

@@ -7,10 +7,10 @@
 namespace tocsin::controller {
 
 std::vector<Resource> CoreResources() {
-  return {{"nodes", "/api/v1/nodes", "Node"},
-          {"pods", "/api/v1/pods", "Pod"},
-          {"daemonsets", "/apis/apps/v1/daemonsets", "DaemonSet"},
-          {"jobs", "/apis/batch/v1/jobs", "Job"}};
+  return {{"nodes", "/api/v1/nodes", "Node", true, false},
+          {"pods", "/api/v1/pods", "Pod", true, false},
+          {"daemonsets", "/apis/apps/v1/daemonsets", "DaemonSet", true, false},
+          {"jobs", "/apis/batch/v1/jobs", "Job", false, false}};
 }
 
 CrdDiscovery DiscoverCrds(k8s::ApiClient& client, const std::vector<std::string>& wanted) {
@@ -57,7 +57,9 @@ CrdDiscovery DiscoverCrds(k8s::ApiClient& client, const std::vector<std::string>
     if (std::find(it->second->begin(), it->second->end(), crd.resource) != it->second->end()) {
       out.found.push_back({crd.resource,
                            std::string("/apis/") + crd.group_version + "/" + crd.resource,
-                           crd.kind});
+                           crd.kind, false, true});
+    } else {
+      out.absent.push_back(crd.resource);
     }
   }
   return out;

@@ -16,6 +16,7 @@ std::vector<Resource> CoreResources();
 struct CrdDiscovery {
   std::vector<Resource> found;       // served: to be watched
   std::vector<std::string> unknown;  // resources whose discovery failed (not a 404): retried
+  std::vector<std::string> absent;   // not served (a 404, or not in the group): looked for again
   std::vector<std::string> errors;   // why, one per failed group version
 };
 // Looks for the kinds named in `wanted` (resource names; all three when empty).

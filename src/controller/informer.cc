@@ -164,6 +164,14 @@ void Informer::Run() {
       }
       Status st = List();
       listed_at = std::chrono::steady_clock::now();
+      if (!st.ok() && st.code() == StatusCode::kNotFound && resource_.optional) {
+        Log(resource_.name + ": not served any more (its CRD was removed?); looked for again "
+            "at each resync");
+        std::lock_guard lock(mu_);
+        stats_.gone = true;
+        stats_.watch_up = false;
+        return;
+      }
       if (!st.ok()) {
         SetError(st);
         Backoff(wait);

@@ -20,6 +20,10 @@ struct Resource {
   std::string name;        // the metric label: pods, nodes, daemonsets, jobs, pytorchjobs, ...
   std::string collection;  // the cluster-wide path
   std::string kind;
+  // The checks read it (nodes, pods, daemonsets): while it is not watched they are unknown.
+  // The others (jobs and the training kinds) only name the objects Events go to.
+  bool checked = false;
+  bool optional = false;  // a CRD's kind: a 404 list means it was uninstalled (Informer gone)
 };
 
 struct InformerOptions {
@@ -42,6 +46,7 @@ struct InformerStats {
   int64_t resumes = 0;    // watches resumed from the last seen version after a drop
   int64_t events = 0;     // watch events applied
   int64_t bad_events = 0; // events that could not be decoded (the cache is relisted)
+  bool gone = false;      // an optional kind whose list answered 404: the thread has ended
   std::string last_error;
 };
 

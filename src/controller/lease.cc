@@ -50,7 +50,13 @@ std::string LeaderElector::last_error() const {
   return error_;
 }
 
+void LeaderElector::MarkRenewed() {
+  last_renew_ = std::chrono::steady_clock::now();
+  last_renew_ns_ = last_renew_.time_since_epoch().count();
+}
+
 void LeaderElector::SetError(const std::string& e) {
+  if (stop_) return;  // an aborted request at shutdown is no Lease error
   {
     std::lock_guard lock(mu_);
     if (error_ == e) return;
@@ -63,10 +69,7 @@ void LeaderElector::Run() {
   while (!stop_) {
     auto round = std::chrono::steady_clock::now();
     bool held = TryAcquireOrRenew();
-    if (held) {
-      last_renew_ = std::chrono::steady_clock::now();
-      last_renew_ns_ = last_renew_.time_since_epoch().count();
-    }
+    if (held) MarkRenewed();
     if (leader_ && !held && std::chrono::steady_clock::now() - last_renew_ >= options_.renew_deadline) {
       leader_ = false;
       if (on_change_) on_change_(false, "");
@@ -77,9 +80,9 @@ void LeaderElector::Run() {
   }
   if (leader_) {
     leader_ = false;
-    // Handed over at once rather than left to expire: one request, bounded by a second.
+    // Handed over at once rather than left to expire: one request, bounded by half a second.
     client_->SetAbort(nullptr);
-    client_->SetRequestTimeout(std::chrono::seconds(1));
+    client_->SetRequestTimeout(std::chrono::milliseconds(500));
     client_->SetAttempts(1);
     try {
       Release();
@@ -188,6 +191,7 @@ bool LeaderElector::AcquireOrRenew() {
       std::lock_guard lock(mu_);
       written_state_ = state;
     }
+    MarkRenewed();  // before leader_: leader() must not read a stale renewal
     if (!leader_) {
       leader_ = true;
       ++transitions_;
@@ -258,6 +262,7 @@ bool LeaderElector::AcquireOrRenew() {
     held_ = json();
   }
   observed_record_.clear();
+  MarkRenewed();
   if (!leader_) {
     leader_ = true;
     ++transitions_;

@@ -67,6 +67,7 @@ class LeaderElector {
   bool AcquireOrRenew();
   void Release();
   void SetError(const std::string& e);
+  void MarkRenewed();
 
   std::unique_ptr<k8s::ApiClient> client_;
   LeaseOptions options_;

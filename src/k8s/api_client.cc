@@ -316,8 +316,9 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
         }
         if (r->status == 403) {
           return Status::InvalidArgument(where + ": " + text +
-                                         " (see deploy/rbac/audit.yaml and "
-                                         "deploy/agent/rbac.yaml for the rights needed)");
+                                         " (the rights each component needs: "
+                                         "deploy/rbac/audit.yaml, deploy/agent/rbac.yaml, "
+                                         "deploy/controller/rbac.yaml)");
         }
         if (r->status == 404) return Status::NotFound(where + ": " + text);
         if (r->status == 409) return Status::Unavailable(where + ": conflict: " + text);
@@ -336,7 +337,9 @@ Result<std::string> ApiClient::Send(const std::string& method, const std::string
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
   }
-  return last.WithPrefix("after " + std::to_string(options_.attempts) + " attempts");
+  return options_.attempts == 1
+             ? last
+             : last.WithPrefix("after " + std::to_string(options_.attempts) + " attempts");
 }
 
 Status ApiClient::DecodePages(const std::string& collection, const std::string& kind, int64_t limit,

@@ -101,7 +101,8 @@ Status ApiClient::Watch(const std::string& path, std::chrono::milliseconds timeo
   Curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
   Curl().easy_setopt(c, CURLOPT_XFERINFODATA, stop);
   // A peer that vanished (a node or a network path gone) is noticed by TCP keepalive within
-  // about a minute; a quiet watch is normal (1.20 sends its only bookmark near the end).
+  // about two minutes (30 s idle, then the kernel's 9 probes 10 s apart); a quiet watch is
+  // normal (1.20 sends its only bookmark near the end), so no byte rate is required.
   Curl().easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   Curl().easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 30L);
   Curl().easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 10L);

@@ -322,7 +322,8 @@ TEST(AgentCliTest, ConfigFileKeysAreTheFlags) {
       << bad.err;
   bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--tcp-busy-above", "-5"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--tcp-busy-above: must be a number >= 0, got \"-5\""), std::string::npos)
+  EXPECT_NE(bad.err.find("--tcp-busy-above: must be a number from 0 to 1e+15, got \"-5\""),
+            std::string::npos)
       << bad.err;
   bad = RunBinary(TOCSIN_BINARY, {"agent", "--no-kube", "--timeout", "rdma=1m"});
   EXPECT_EQ(bad.exit_code, 2);

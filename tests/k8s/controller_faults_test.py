@@ -143,6 +143,15 @@ class ControllerFaultsTest(unittest.TestCase):
         self.assertLessEqual(lists, 4 * 5, "relists back off (0.8, 1.6, 3.2 s ...)")
         self.assertEqual(ctl.value("tocsin_check_status", check="daemonset.not-ready"), -1)
 
+    def test_a_kind_the_checks_do_not_read_cannot_blind_them(self):
+        # Jobs (and the training kinds) only name where Events go: their list refused must not
+        # hold the evaluation or turn the node, pod and DaemonSet checks unknown.
+        server, ctl = self.start("--forbid", "jobs")
+        self.assertEqual(ctl.value("tocsin_check_status", check="daemonset.not-ready"), 0)
+        self.assertEqual(ctl.value("tocsin_check_status", check="node.not-ready"), 1)
+        self.assertEqual(ctl.value("tocsin_controller_watch_up", resource="jobs"), 0)
+        self.assertEqual(ctl.value("tocsin_controller_synced"), 1)
+
     def test_unreachable_api_is_unknown_never_ok(self):
         server = ApiServer()
         self.servers.append(server)
