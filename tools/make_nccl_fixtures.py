@@ -358,6 +358,11 @@ def main():
         f.write(("\n".join(good[:20]) + "\n").encode())
         f.write(b"\xff\xfe\x00garbage NCCL INFO \x01\x02\n")
         f.write(b"node-a:4000:4000 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CU\xe2\x82")
+    # A job's log as `kubectl logs` shows it while NCCL is still bootstrapping: versions and
+    # bootstrap lines, no network chosen yet (the transport cannot be told).
+    write("no-network-2.18.log",
+          [line for line in good if "NCCL version" in line or "Bootstrap" in line or
+           "NET/Plugin" in line])
 
 
 if __name__ == "__main__":

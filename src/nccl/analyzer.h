@@ -27,6 +27,10 @@ constexpr size_t kMaxTextBytes = 128;  // each kept text (NIC, setting, warning,
 
 struct Options {
   bool expect_rdma = false;         // --expect rdma
+  // With expect_rdma: a whole log in which no process showed its inter-node transport is
+  // nccl.transport.unknown (`tocsin nccl`; the agent reads logs as they grow, and a job that has
+  // not set up its channels yet is no finding).
+  bool undetermined_is_finding = false;
   bool expect_gdr = false;          // --expect-gdr
   std::optional<double> min_busbw;  // --min-busbw (GB/s)
   size_t max_processes = kDefaultMaxProcesses;

@@ -102,6 +102,29 @@ void Analyzer::FindingsForWarnings(std::vector<Finding>& out) const {
 }
 
 void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
+  if (options_.expect_rdma && options_.undetermined_is_finding && info_lines_ > 0) {
+    std::set<std::string> hosts;
+    bool determined = false;
+    for (const auto& [key, p] : processes_) {
+      hosts.insert(p.host);
+      determined |= p.HasInterNodeTraffic() && !p.InterNodeNetwork().empty();
+    }
+    if (!determined && !processes_.empty()) {
+      out.push_back(
+          {"nccl.transport.unknown",
+           Severity::kWarning,
+           "job",
+           fmt::format("RDMA is expected, but none of the {} processes on {} host(s) logged the "
+                       "transport of its inter-node traffic ({}): cannot tell",
+                       processes_.size(), hosts.size(),
+                       hosts.size() > 1 ? "the log ends before NCCL chose its network and channels"
+                                        : "one host: no inter-node traffic to judge"),
+           std::nullopt,
+           {{"result", "unknown"},
+            {"processes", processes_.size()},
+            {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())}}});
+    }
+  }
   int rdma_procs = 0;
   std::map<std::string, int> by_network;
   for (const auto& [key, p] : processes_) {

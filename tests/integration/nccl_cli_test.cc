@@ -94,6 +94,24 @@ TEST(NcclCliTest, AllSocketIsFineUnlessRdmaIsExpected) {
   EXPECT_TRUE(FindingsOf(r.report, "nccl.transport.mixed").empty());
 }
 
+// A two-host log that ends before NCCL set up its network channels: with --expect rdma that is
+// "cannot tell" (a warning), never ok; without an expectation there is nothing to judge.
+TEST(NcclCliTest, ExpectRdmaOnALogThatNeverShowsTheTransportCannotTell) {
+  JsonRun r = Nccl({"no-network-2.18.log"}, {"--expect", "rdma"});
+  EXPECT_EQ(r.exit_code, 0);  // a warning: below the default --fail-on error
+  auto unknown = FindingsOf(r.report, "nccl.transport.unknown");
+  ASSERT_EQ(unknown.size(), 1u) << r.report.dump(1);
+  EXPECT_EQ(unknown[0]["severity"], "warning");
+  EXPECT_EQ(unknown[0]["evidence"]["result"], "unknown");
+  EXPECT_EQ(unknown[0]["evidence"]["hosts"].size(), 2u);
+  EXPECT_NE(r.report["status"].get<std::string>(), "ok");
+  EXPECT_TRUE(FindingsOf(Nccl({"no-network-2.18.log"}).report, "nccl.transport.unknown").empty());
+  // A log whose transport is known says nothing of the kind.
+  EXPECT_TRUE(
+      FindingsOf(Nccl({"ib-2.18.log"}, {"--expect", "rdma"}).report, "nccl.transport.unknown")
+          .empty());
+}
+
 TEST(NcclCliTest, RiskySettingsAndGdr) {
   JsonRun r = Nccl({"ib-disable-2.27.log"}, {"--expect", "rdma"});
   auto risky = FindingsOf(r.report, "nccl.env.risky");
