@@ -84,10 +84,10 @@ void CheckRate(const Device& dev, const Port& port, std::optional<double> min_gb
   if (!port.active()) return;  // a down port is reported by rdma.port.down
   std::string subject = PortSubject(dev, port);
   if (!port.rate) {
+    // An ACTIVE port whose rate cannot be read or parsed: unknown, with or without a floor (a
+    // degraded link would hide behind it).
     const ReadIssue* issue = FindIssue(port, "rate");
-    if (issue && min_gbps) {
-      out.push_back(UnknownFinding("rdma.port.rate", subject, issue->path, issue->error));
-    }
+    if (issue) out.push_back(UnknownFinding("rdma.port.rate", subject, issue->path, issue->error));
     return;
   }
   double peer = peers.at(PeerKey(dev, port));

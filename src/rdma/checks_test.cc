@@ -38,6 +38,18 @@ std::vector<Finding> RateFindings(const Scan& scan, const Expectations& expect) 
   return rate;
 }
 
+TEST(RdmaChecksTest, AnUnparsableRateIsUnknownWithoutAnExpectation) {
+  Scan scan = NdrNodeWithOneHalfPort();
+  Port& p = scan.devices[0].ports[0];
+  p.rate.reset();
+  p.issues.push_back({"rate", "/sys/class/infiniband/mlx5_0/ports/1/rate",
+                      Status::ParseError("\"fast\": not a rate")});
+  auto rate = RateFindings(scan, {});
+  ASSERT_EQ(rate.size(), 2u);  // the unknown one, and the degraded mlx5_3 still
+  EXPECT_EQ(rate[0].subject, "mlx5_0/1");
+  EXPECT_EQ(rate[0].evidence["result"], "unknown");
+}
+
 TEST(RdmaChecksTest, PeerComparisonWithoutExpectation) {
   auto rate = RateFindings(NdrNodeWithOneHalfPort(), {});
   ASSERT_EQ(rate.size(), 1u);

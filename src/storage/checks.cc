@@ -20,6 +20,13 @@ const Mount* CoveringMount(const MountTable& table, const std::string& path) {
 
 void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
                  std::vector<Finding>& out) {
+  if (scan.mounts_error && expect.empty()) {
+    // Nothing was asked of the mounts, but what the node mounts cannot be known: said, not
+    // silently "ok" (the shared-filesystem checks below have nothing to read either).
+    out.push_back(UnknownFinding("storage.mount.missing", "mount table", scan.mounts_error->path,
+                                 scan.mounts_error->error));
+    return;
+  }
   for (const auto& e : expect) {
     if (scan.mounts_error) {
       out.push_back(UnknownFinding("storage.mount.missing", e.path, scan.mounts_error->path,

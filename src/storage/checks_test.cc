@@ -31,6 +31,19 @@ TEST(StorageChecksTest, ServerTargetMountsAreNotClientMounts) {
   EXPECT_EQ(out[0].evidence["result"], "unknown");
 }
 
+TEST(StorageChecksTest, AnUnreadableMountTableIsUnknownEvenWithNothingExpected) {
+  Scan scan;
+  scan.mounts_path = "/proc/self/mountinfo";
+  scan.mounts_error = ReadIssue{"mountinfo", "/proc/self/mountinfo",
+                                Status::IoError("larger than 4194304 bytes")};
+  std::vector<Finding> out;
+  CheckScan(scan, {}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].check, "storage.mount.missing");
+  EXPECT_EQ(out[0].evidence["result"], "unknown");
+  EXPECT_EQ(out[0].severity, Severity::kWarning);
+}
+
 LustreDevice UnreadableImport(const std::string& state_text) {
   LustreDevice d;
   d.name = "testfs-OST0003-osc-ffff8c5a4b6e9000";
