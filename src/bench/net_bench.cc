@@ -348,7 +348,27 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
       probe.interface = InterfaceOf(o.bind_ip);
     } else {
       auto t = CreateFabricTransport(o.provider, o.bind_ip, o.world.rank, -1);
-      if (!t.ok()) return t.status();
+      if (!t.ok()) {
+        // No such endpoint here (the provider is not offered, or libfabric is missing): the
+        // path cannot be RDMA. A report that says what is offered, not a usage error.
+        probe.kind = "fabric";
+        probe.provider = o.provider.empty() ? "(any)" : o.provider;
+        probe.ip = o.bind_ip;
+        probe.interface = InterfaceOf(o.bind_ip);
+        Report r = refuse(probe);
+        auto offered = OfferedFabricProviders();
+        Finding& f = r.findings.back();
+        f.message = "--require rdma, but libfabric offers no endpoint" +
+                    (o.provider.empty() ? std::string() : " for provider " + o.provider) +
+                    " here (" + t.status().message() + "); offered: " +
+                    (offered.ok() ? (offered->empty() ? "none" : Join(*offered, ", "))
+                                  : offered.status().message());
+        f.evidence["error"] = t.status().message();
+        f.evidence["offered_providers"] =
+            offered.ok() ? nlohmann::json(*offered) : nlohmann::json(nullptr);
+        r.inventory["offered_providers"] = f.evidence["offered_providers"];
+        return r;
+      }
       probe = (*t)->info();
     }
     if (!probe.rdma) return refuse(probe);

@@ -63,6 +63,9 @@ Result<std::unique_ptr<Transport>> CreateFabricTransport(const std::string& prov
                                                          const std::string& ip, int rank,
                                                          int abort_fd);
 
+// The providers libfabric offers for that endpoint here (what --provider may name), in its order.
+Result<std::vector<std::string>> OfferedFabricProviders();
+
 // The name of the interface that holds `ip` ("lo", "eth0"), or "" when none does.
 std::string InterfaceOf(const std::string& ip);
 

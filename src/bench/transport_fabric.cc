@@ -15,6 +15,8 @@
 #include "base/strings.h"
 #include "bench/transport.h"
 
+#include <algorithm>
+
 namespace tocsin::bench {
 namespace {
 
@@ -299,6 +301,27 @@ class FabricTransport : public Transport {
 };
 
 }  // namespace
+
+Result<std::vector<std::string>> OfferedFabricProviders() {
+  if (auto api = LoadFabric(); !api.ok()) return api.status();
+  fi_info* hints = Fi().dupinfo(nullptr);
+  hints->caps = FI_TAGGED;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->mode = FI_CONTEXT;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  fi_info* list = nullptr;
+  int rc = Fi().getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
+  Fi().freeinfo(hints);
+  std::vector<std::string> out;
+  if (rc != 0) return out;  // none at all
+  for (fi_info* i = list; i != nullptr; i = i->next) {
+    std::string name = i->fabric_attr && i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "";
+    if (!name.empty() && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  Fi().freeinfo(list);
+  return out;
+}
 
 Result<std::unique_ptr<Transport>> CreateFabricTransport(const std::string& provider,
                                                          const std::string& ip, int rank,

@@ -87,7 +87,9 @@ TEST(BenchNetCliTest, RequireRdmaRefusesHere) {
   for (std::vector<std::string> transport :
        {std::vector<std::string>{"--transport", "tcp"},
         std::vector<std::string>{"--transport", "fabric", "--provider", "tcp"},
-        std::vector<std::string>{"--transport", "fabric", "--provider", "shm"}}) {
+        std::vector<std::string>{"--transport", "fabric", "--provider", "shm"},
+        // The README's Job example on a node without an RDMA NIC: verbs is not offered here.
+        std::vector<std::string>{"--transport", "fabric", "--provider", "verbs"}}) {
     std::vector<std::string> a = {"--local", "2", "--require", "rdma"};
     a.insert(a.end(), transport.begin(), transport.end());
     RunResult r = RunBinary(TOCSIN_BINARY, Args(a));
@@ -99,6 +101,11 @@ TEST(BenchNetCliTest, RequireRdmaRefusesHere) {
     EXPECT_NE(f[0]["message"].get<std::string>().find(transport.back()), std::string::npos)
         << f[0]["message"];
     EXPECT_TRUE(report["inventory"]["tests"].is_null()) << "nothing may be measured";
+    if (transport.back() == "verbs") {  // what is offered instead is named
+      ASSERT_TRUE(f[0]["evidence"]["offered_providers"].is_array()) << f[0].dump();
+      EXPECT_FALSE(f[0]["evidence"]["offered_providers"].empty());
+      EXPECT_NE(f[0]["message"].get<std::string>().find("offered: "), std::string::npos);
+    }
   }
 }
 
