@@ -309,6 +309,29 @@ Status ValidateNetBench(const NetBenchOptions& o) {
   }
   if (o.max_bytes > kMaxBytes) return Status::InvalidArgument("-e is limited to 1 GiB");
   if (o.factor < 2) return Status::InvalidArgument("-f must be at least 2");
+  // A run that would measure nothing is refused, never reported as "ok".
+  int n = o.world.world_size;
+  for (const auto& t : o.tests) {
+    if (t == "p2p") {
+      if (n >= 0 && n < 2) {
+        return Status::InvalidArgument("-t p2p measures between ranks: it needs at least 2 (" +
+                                       std::to_string(n) + " given)");
+      }
+      continue;
+    }
+    auto c = MakeCollective(t);
+    bool any = false;
+    for (size_t bytes : SweepSizes(o.min_bytes, o.max_bytes, o.factor)) {
+      any |= c->Count(bytes, std::max(n, 1)) > 0;
+    }
+    if (!any) {
+      return Status::InvalidArgument(
+          "-t " + t + " with -e " + std::to_string(o.max_bytes) + " bytes on " +
+          std::to_string(std::max(n, 1)) + " rank(s): every size rounds to 0 float32 elements, "
+          "nothing would be measured (raise -e to at least " +
+          std::to_string(4 * std::max(n, 1)) + ")");
+    }
+  }
   if (o.iters < 1 || o.iters > 100000 || o.warmup < 0 || o.warmup > 100000) {
     return Status::InvalidArgument("-n must be 1..100000 and -w 0..100000");
   }

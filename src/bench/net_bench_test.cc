@@ -27,6 +27,9 @@ TEST(NetBenchTest, ValidationNamesTheFlag) {
   o.max_bytes = 2ull << 30;
   EXPECT_NE(ValidateNetBench(o).message().find("1 GiB"), std::string::npos);
   o.max_bytes = 1 << 20;
+  EXPECT_NE(ValidateNetBench(o).message().find("at least 2"), std::string::npos);  // 1 rank
+  o.world.world_size = 2;
+  o.world.token = "t";
   o.transport = "rdma";
   EXPECT_NE(ValidateNetBench(o).message().find("--transport"), std::string::npos);
 }

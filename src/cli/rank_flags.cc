@@ -18,6 +18,8 @@
 #include "sys/env.h"
 
 namespace tocsin::cli {
+
+constexpr int kMaxLocalRanks = 256;
 namespace {
 
 std::vector<std::string>& ProcessArgs() {
@@ -159,6 +161,11 @@ Status RankFlags::Apply(ranks::WorldOptions& world,
   if (rank >= 0 || world_size >= 0 || !coordinator.empty()) {
     return Status::InvalidArgument(
         "--local starts every rank itself: drop --rank/--world-size/--coordinator");
+  }
+  if (local > kMaxLocalRanks) {
+    return Status::InvalidArgument("--local " + std::to_string(local) + ": at most " +
+                                   std::to_string(kMaxLocalRanks) +
+                                   " ranks on one machine (each is a process with its sockets)");
   }
   world.rank = 0;
   world.world_size = local;

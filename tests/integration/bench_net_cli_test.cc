@@ -83,6 +83,23 @@ TEST(BenchNetCliTest, EveryTestOverBothTransportsLocally) {
   }
 }
 
+// A run that would measure nothing is an input error, not "ok"; --local is bounded.
+TEST(BenchNetCliTest, ARunThatMeasuresNothingIsRefused) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--local", "1", "-t", "p2p"}, "needs at least 2"},
+           {{"--local", "2", "-b", "1", "-e", "1"}, "every size rounds to 0 float32 elements"},
+           {{"--local", "2", "-b", "1", "-e", "4", "-t", "alltoall"}, "raise -e to at least 8"},
+           {{"--local", "1000"}, "at most 256 ranks"}}) {
+    RunResult r = RunBinary(TOCSIN_BINARY, Args(c.args));
+    EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
 TEST(BenchNetCliTest, RequireRdmaRefusesHere) {
   for (std::vector<std::string> transport :
        {std::vector<std::string>{"--transport", "tcp"},
