@@ -219,8 +219,21 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
   report.host = ranks::Hostname();
   report.generated_at = Clock::now();
   int rank = o.distributed ? o.world.rank : 0;
-  std::string run_dir =
-      fmt::format("{}/tocsin-probe-{}-r{}-{}", o.path, ranks::Hostname(), rank, getpid());
+  // The probe's own folder: an unpredictable name made atomically (mkdtemp, mode 0700), so that
+  // nobody can plant a link or a folder there beforehand.
+  std::string run_template =
+      fmt::format("{}/tocsin-probe-{}-r{}-XXXXXX", o.path, ranks::Hostname(), rank);
+  auto made = std::make_shared<std::string>();  // written by the bounded call, once
+  std::string run_dir;
+  // What the probe could not remove (a hung or failing filesystem): in a table and in the JSON
+  // inventory, never left behind silently.
+  std::vector<std::string> left_behind;
+  auto note_left = [&](const std::string& where, const std::string& title) {
+    left_behind.push_back(where);
+    report.tables.push_back(
+        {"CLEANUP", {title}, {{where}}, {"the filesystem did not answer: remove it when it does"}});
+    report.inventory["left_behind"] = left_behind;
+  };
   // Every call that touches the filesystem is bounded: a hung mount must still give a report.
   auto hung = [&](const std::string& what) {
     out.hung = true;
@@ -234,10 +247,13 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
          {{"phase", "setup"},
           {"path", o.path},
           {"op_timeout_s", o.probe.op_timeout.count() / 1e3}}});
+    // Its folder may have been made before the filesystem stopped answering: say where.
+    note_left(run_dir.empty() ? run_template.substr(0, run_template.size() - 6) + "*" : run_dir,
+              "MAY BE LEFT BEHIND");
     return out;
   };
   auto checked = Bounded<Status>(
-      [path = o.path, run_dir] {
+      [path = o.path, run_template, made] {
         struct stat st {};
         if (stat(path.c_str(), &st) != 0)
           return Status::InvalidArgument("--path " + path + ": " + strerror(errno));
@@ -246,14 +262,17 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
         if (access(path.c_str(), W_OK) != 0) {
           return Status::InvalidArgument("--path " + path + " is not writable: " + strerror(errno));
         }
-        if (mkdir(run_dir.c_str(), 0755) != 0) {
-          return Status::InvalidArgument("cannot create " + run_dir + ": " + strerror(errno));
+        std::string name = run_template;
+        if (mkdtemp(name.data()) == nullptr) {
+          return Status::InvalidArgument("cannot create " + run_template + ": " + strerror(errno));
         }
+        *made = name;
         return Status::Ok();
       },
       o.probe.op_timeout);
   if (!checked) return hung("checking --path");
   if (!checked->ok()) return *checked;
+  run_dir = *made;  // the call returned: written, and never again
   auto fs = Bounded<FsInfo>([path = o.path] { return ReadFsInfo(path); }, o.probe.op_timeout);
   if (!fs) return hung("statfs");
 
@@ -262,12 +281,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
   auto cleanup = [&](StorageProbe& probe) {
     std::vector<std::string> created = probe.Created();
     created.push_back(run_dir);
-    if (!RemoveCreated(created, 3000)) {
-      report.tables.push_back({"CLEANUP",
-                               {"LEFT BEHIND"},
-                               {{run_dir}},
-                               {"the filesystem did not answer: remove it when it does"}});
-    }
+    if (!RemoveCreated(created, 3000)) note_left(run_dir, "LEFT BEHIND");
   };
   ProbeOptions po = o.probe;
   po.dir = run_dir;
@@ -346,7 +360,11 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     }
     results.push_back(*r);
   }
-  if (!out.hung) cleanup(probe);  // on a hung filesystem unlink would hang too
+  if (!out.hung) {
+    cleanup(probe);
+  } else {
+    note_left(run_dir, "LEFT BEHIND");  // on a hung filesystem unlink would hang too
+  }
   report.tables.push_back({"FILESYSTEM",
                            {"PATH", "TYPE", "MOUNT", "SOURCE", "STRIPING"},
                            {{o.path, fs->type, fs->mount_point, fs->source, fs->striping}},
@@ -368,6 +386,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
                         {"direct", po.direct},
                         {"shared_file", po.shared_file}}},
                       {"phases", phases_json}};
+  if (!left_behind.empty()) report.inventory["left_behind"] = left_behind;
   AddThresholdFindings(o, results, o.path, report);
   if (world && !out.hung && !out.interrupted && results.size() == phases.size()) {
     auto all = world->AllGather(MaybeCorrupt(rank, EncodePhases(ranks::Hostname(), results)));

@@ -112,6 +112,12 @@ TEST(BenchStorageCliTest, HungFilesystemIsATimeoutAndTheCommandExits) {
   EXPECT_EQ(t[0]["evidence"]["phase"], "write");
   EXPECT_EQ(t[0]["subject"].get<std::string>().rfind(hung.path() + "/tocsin-probe-", 0), 0u)
       << t[0].dump();
+  // The probe's folder could not be removed from the hung filesystem: it is named, not silent.
+  ASSERT_TRUE(report["inventory"]["left_behind"].is_array()) << report["inventory"].dump();
+  ASSERT_EQ(report["inventory"]["left_behind"].size(), 1u);
+  EXPECT_EQ(report["inventory"]["left_behind"][0].get<std::string>().rfind(
+                hung.path() + "/tocsin-probe-", 0),
+            0u);
 }
 
 TEST(BenchStorageCliTest, CtrlCStopsCleansUpAndReports) {
