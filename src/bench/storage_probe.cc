@@ -317,13 +317,16 @@ std::vector<std::string> StorageProbe::Created() const {
 
 Result<PhaseResult> StorageProbe::Run(const std::string& phase) {
   std::string note;
-  if (phase == "write" || phase == "fsync" || (phase == "read" && !s_->o.direct)) {
-    auto prep = Pass("prepare-" + phase);
+  // Both reads start from a dropped page cache (random 4 KiB reads from memory measured the
+  // cache: 1.4-1.9 M IOPS at 0.6 us on ext4) and say how much of the data stayed cached.
+  bool reads = phase == "read" || phase == "randread";
+  if (phase == "write" || phase == "fsync" || (reads && !s_->o.direct)) {
+    auto prep = Pass(reads ? "prepare-read" : "prepare-" + phase);
     if (!prep.ok()) return prep.status();
     note = prep->note;
   }
   auto r = Pass(phase);
-  if (r.ok() && phase == "read") {
+  if (r.ok() && reads) {
     r->note = s_->o.direct ? "O_DIRECT: page cache bypassed" : note;
   }
   return r;
