@@ -19,6 +19,8 @@ import time
 import urllib.request
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "k8s"))
+from cluster import write_plain_kubeconfig  # noqa: E402
 
 
 def control(port, method, name):
@@ -42,10 +44,7 @@ def main():
     port = int(server.stdout.readline().split()[1])
     tmp = tempfile.mkdtemp(prefix="tocsin-idle-")
     kc = os.path.join(tmp, "kubeconfig")
-    with open(kc, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                f"clusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n"
-                "contexts:\n- name: c\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n")
+    write_plain_kubeconfig(kc, f"http://127.0.0.1:{port}")
     args = [a.tocsin, "controller", "--kubeconfig", kc, "--listen", "127.0.0.1:0"]
     if a.leader_elect:
         args += ["--leader-elect", "--lease-namespace", "tocsin", "--identity", "bench"]

@@ -24,6 +24,8 @@ import time
 import urllib.request
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "k8s"))
+from cluster import write_plain_kubeconfig  # noqa: E402
 
 
 def get(url, timeout=30):
@@ -84,10 +86,7 @@ def main():
     port = int(server.stdout.readline().split()[1])
     base = f"http://127.0.0.1:{port}"
     kc = os.path.join(args.work, "kubeconfig")
-    with open(kc, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                f"clusters:\n- name: c\n  cluster: {{server: \"{base}\"}}\n"
-                "contexts:\n- name: c\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n")
+    write_plain_kubeconfig(kc, base)
     log = open(os.path.join(args.work, "controller.log"), "w")
     start = time.monotonic()
     ctl = subprocess.Popen([args.tocsin, "controller", "--kubeconfig", kc, "--listen",

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,6 +25,10 @@ import urllib.parse
 import urllib.request
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "k8s"))
+from cluster import write_plain_kubeconfig  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from controller_scale import proc_status  # noqa: E402
 COLLECTIONS = {"/api/v1/nodes": ("Node", "v1"), "/api/v1/pods": ("Pod", "v1"),
                "/apis/apps/v1/daemonsets": ("DaemonSet", "apps/v1"),
                "/apis/batch/v1/jobs": ("Job", "batch/v1")}
@@ -98,10 +103,7 @@ def main():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     tmp = tempfile.mkdtemp(prefix="tocsin-sync-")
     kc = os.path.join(tmp, "kubeconfig")
-    with open(kc, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                f"clusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{server.server_address[1]}\"}}\n"
-                "contexts:\n- name: c\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n")
+    write_plain_kubeconfig(kc, f"http://127.0.0.1:{server.server_address[1]}")
     log = os.path.join(tmp, "log")
     start = time.monotonic()
     ctl = subprocess.Popen([args.tocsin, "controller", "--kubeconfig", kc, "--listen", "127.0.0.1:0",
@@ -122,13 +124,9 @@ def main():
                 pass
             time.sleep(0.01)
         result["controller_sync_and_first_evaluation_seconds"] = round(time.monotonic() - start, 2)
-        with open(f"/proc/{ctl.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        result["controller_cpu_seconds"] = round((int(fields[11]) + int(fields[12])) /
-                                                 os.sysconf("SC_CLK_TCK"), 2)
-        with open(f"/proc/{ctl.pid}/status") as f:
-            hwm = [line for line in f if line.startswith("VmHWM")][0]
-        result["controller_peak_rss_mib"] = round(int(hwm.split()[1]) / 1024, 1)
+        st = proc_status(ctl.pid)
+        result["controller_cpu_seconds"] = round(st["cpu_s"], 2)
+        result["controller_peak_rss_mib"] = round(st["VmHWM"] / 2**20, 1)
         result["ratio_wall_to_audit_from"] = round(
             result["controller_sync_and_first_evaluation_seconds"] / result["audit_from_seconds"], 2)
     finally:

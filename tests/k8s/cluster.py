@@ -135,6 +135,16 @@ class Cluster:
         return name
 
 
+def write_plain_kubeconfig(path, server):
+    """A kubeconfig for an API server without authentication (the test API server over HTTP)."""
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                f"clusters:\n- name: c\n  cluster: {{server: \"{server}\"}}\n"
+                "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+                "users:\n- name: u\n  user: {}\n")
+    return path
+
+
 def tocsin_binary():
     return os.environ.get("TOCSIN_BINARY") or os.path.join(SOURCE, "build", "test", "tocsin")
 

@@ -17,7 +17,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cluster import SOURCE, Cluster  # noqa: E402
+from cluster import SOURCE, Cluster, write_plain_kubeconfig  # noqa: E402
 from controller_process import ControllerProcess  # noqa: E402
 
 SNAPSHOT = os.path.join(SOURCE, "testdata", "clusters", "plugin-crashloop.json")
@@ -33,11 +33,7 @@ class ApiServer:
         self.port = int(self.proc.stdout.readline().split()[1])
         self.tmp = tempfile.mkdtemp(prefix="tocsin-ctl-faults-")
         self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
-        with open(self.kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                    f"clusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{self.port}\"}}\n"
-                    "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
-                    "users:\n- name: u\n  user: {}\n")
+        write_plain_kubeconfig(self.kubeconfig, f"http://127.0.0.1:{self.port}")
 
     def control(self, method, name, body=None):
         data = None if body is None else json.dumps(body).encode()
