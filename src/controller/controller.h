@@ -60,8 +60,6 @@ struct PublishedFinding {
 struct Published {
   std::vector<PublishedFinding> findings;
   bool evaluated = false;
-  bool synced = false;  // every informer has listed once
-  bool api_ok = false;  // every watch is up
   TimePoint last_evaluation{};
   int64_t state_dropped = 0;
 };

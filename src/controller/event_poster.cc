@@ -105,11 +105,6 @@ void EventPoster::Enqueue(k8s::EventSpec event) {
   cv_.notify_one();
 }
 
-size_t EventPoster::pending() const {
-  std::lock_guard lock(mu_);
-  return queue_.size();
-}
-
 void EventPoster::Run() {
   while (true) {
     k8s::EventSpec e;

@@ -42,7 +42,6 @@ class EventPoster {
   // Aborts a request in flight and drops the rest (bounded: about a second).
   void Stop();
   void Enqueue(k8s::EventSpec event);
-  size_t pending() const;
 
  private:
   void Run();
@@ -53,7 +52,7 @@ class EventPoster {
   prometheus::Counter* dropped_;
   size_t capacity_;
   std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<k8s::EventSpec> queue_;
   std::thread thread_;

@@ -45,11 +45,6 @@ void LeaderElector::SetState(std::string state) {
   state_ = std::move(state);
 }
 
-std::string LeaderElector::last_error() const {
-  std::lock_guard lock(mu_);
-  return error_;
-}
-
 void LeaderElector::MarkRenewed() {
   last_renew_ = std::chrono::steady_clock::now();
   last_renew_ns_ = last_renew_.time_since_epoch().count();
@@ -194,7 +189,6 @@ bool LeaderElector::AcquireOrRenew() {
     MarkRenewed();  // before leader_: leader() must not read a stale renewal
     if (!leader_) {
       leader_ = true;
-      ++transitions_;
       if (on_change_) on_change_(true, "");
     }
     return true;
@@ -265,7 +259,6 @@ bool LeaderElector::AcquireOrRenew() {
   MarkRenewed();
   if (!leader_) {
     leader_ = true;
-    ++transitions_;
     if (on_change_) on_change_(true, saved);
   }
   return true;

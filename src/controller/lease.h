@@ -57,8 +57,6 @@ class LeaderElector {
   bool leader() const;
   // The findings state to write with the next renewal (when it differs from what is there).
   void SetState(std::string state);
-  int64_t transitions() const { return transitions_.load(); }
-  std::string last_error() const;
 
  private:
   void Run();
@@ -76,7 +74,6 @@ class LeaderElector {
   std::string observed_state_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> leader_{false};
-  std::atomic<int64_t> transitions_{0};
   std::thread thread_;
   // What was last observed of another holder, and when (steady clock).
   std::string observed_record_;
@@ -85,7 +82,7 @@ class LeaderElector {
   std::atomic<int64_t> last_renew_ns_{0};  // last_renew_, for leader() from other threads
   nlohmann::json held_;  // the Lease as this leader last wrote it (renewals PUT it directly)
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::string state_;          // to be written
   std::string written_state_;  // in the Lease now
   std::string error_;
