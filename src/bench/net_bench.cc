@@ -353,12 +353,7 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   auto refuse = [&](const TransportInfo& info) {
     report.host = info.ip.empty() ? ranks::Hostname() : info.ip;
     report.findings.push_back(NotRdmaFinding(info, me));
-    report.inventory = {{"transport",
-                         {{"kind", info.kind},
-                          {"provider", info.provider},
-                          {"domain", info.domain},
-                          {"rdma", false},
-                          {"description", info.Describe()}}}};
+    report.inventory = {{"transport", TransportJson(info)}};
     return report;
   };
   // --require rdma is decided by each rank alone, before any rendezvous: a refusing rank never
@@ -430,10 +425,15 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
     }
     Report r = FailureReport(reason, w.rank(), w.aborted_by());
     r.host = t.info().ip;
+    r.inventory["transport"] = TransportJson(t.info());
     return r;
   };
   auto peers = w.Join(t.address());
-  if (!peers.ok()) return FailureReport(peers.status().message(), w.rank(), w.aborted_by());
+  if (!peers.ok()) {
+    Report r = FailureReport(peers.status().message(), w.rank(), w.aborted_by());
+    r.inventory["transport"] = TransportJson(t.info());
+    return r;
+  }
   if (Status st = t.Connect(*peers, w.run_secret(), ranks::DeadlineIn(o.world.timeout));
       !st.ok()) {
     return fail(st);
@@ -450,6 +450,7 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
     w.Abort(reason);
     Report r = FailureReport(reason, w.rank(), (*peers)[bad].Name());
     r.host = t.info().ip;
+    r.inventory["transport"] = TransportJson(t.info());
     return r;
   };
   std::vector<size_t> sizes = SweepSizes(o.min_bytes, o.max_bytes, o.factor);

@@ -49,12 +49,23 @@ Finding NotRdmaFinding(const TransportInfo& info, const std::string& subject) {
   return f;
 }
 
+nlohmann::json TransportJson(const TransportInfo& t) {
+  return {{"kind", t.kind},           {"provider", t.provider},
+          {"fabric", t.fabric},       {"domain", t.domain},
+          {"interface", t.interface}, {"ip", t.ip},
+          {"rdma", t.rdma},           {"description", t.Describe()}};
+}
+
 void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio, Report& report) {
   int n = static_cast<int>(o.peers.size());
   json ranks = json::array();
   Table setup{"SETUP", {"RANK", "HOST", "IP"}, {}, {}};
   for (const auto& p : o.peers) {
-    ranks.push_back({{"rank", p.rank}, {"host", p.host}, {"ip", p.ip}});
+    ranks.push_back({{"rank", p.rank},
+                     {"host", p.host},
+                     {"ip", p.ip},
+                     {"node", p.node.empty() ? json() : json(p.node)},
+                     {"node_dropped", p.node_dropped}});
     setup.rows.push_back({std::to_string(p.rank), p.host, p.ip});
   }
   setup.notes.push_back("transport: " + o.transport.Describe() + "; " + std::to_string(n) +
@@ -153,16 +164,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
     }
     report.tables.push_back(table);
   }
-  const auto& t = o.transport;
-  report.inventory = {{"transport",
-                       {{"kind", t.kind},
-                        {"provider", t.provider},
-                        {"fabric", t.fabric},
-                        {"domain", t.domain},
-                        {"interface", t.interface},
-                        {"ip", t.ip},
-                        {"rdma", t.rdma},
-                        {"description", t.Describe()}}},
+  report.inventory = {{"transport", TransportJson(o.transport)},
                       {"world_size", n},
                       {"ranks", ranks},
                       {"tests", tests},

@@ -54,6 +54,9 @@ struct BenchOutcome {
 void FillReport(const BenchOutcome& outcome, double min_busbw, double straggler_ratio,
                 Report& report);
 
+// The transport as the report's inventory shows it ("transport").
+nlohmann::json TransportJson(const TransportInfo& info);
+
 // The finding of a refused transport (net.transport.not-rdma).
 Finding NotRdmaFinding(const TransportInfo& info, const std::string& subject);
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -16,12 +17,14 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "base/strings.h"
 #include "bench/net_bench.h"
 #include "bench/storage_bench.h"
+#include "bench/verdict.h"
 #include "cli/rank_flags.h"
 #include "cli/report_flags.h"
 
@@ -60,47 +63,54 @@ struct NetFlags {
   int warmup = 5, iters = 20, check = 1;
   RankFlags ranks;
   std::string transport = "tcp", provider, require, bind;
+  std::string verdict_file;
   double timeout_s = 30, min_busbw = 0, straggler = 0.5;
 };
 
-int RunNet(const NetFlags& f) {
-  bench::NetBenchOptions o;
+// The run itself; `report` is what it ended with (none after a usage error, which is `error`).
+int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Report>& report,
+               std::string& error) {
+  auto usage = [&error](const std::string& message) {
+    error = message;
+    return UsageError(message);
+  };
+  o.transport = f.transport;
   o.tests = f.tests;
   auto b = ParseSize(f.min_size), e = ParseSize(f.max_size);
-  if (!b) return UsageError("-b: not a size: \"" + f.min_size + "\" (e.g. 1K, 8M)");
-  if (!e) return UsageError("-e: not a size: \"" + f.max_size + "\" (e.g. 64M)");
+  if (!b) return usage("-b: not a size: \"" + f.min_size + "\" (e.g. 1K, 8M)");
+  if (!e) return usage("-e: not a size: \"" + f.max_size + "\" (e.g. 64M)");
   o.min_bytes = *b;
   o.max_bytes = *e;
   o.factor = f.factor;
   o.warmup = f.warmup;
   o.iters = f.iters;
   o.check = f.check != 0;
-  o.transport = f.transport;
   o.provider = f.provider;
-  if (!f.require.empty() && f.require != "rdma") return UsageError("--require takes \"rdma\"");
+  if (!f.require.empty() && f.require != "rdma") return usage("--require takes \"rdma\"");
   o.require_rdma = f.require == "rdma";
   o.min_busbw = f.min_busbw;
   o.straggler_ratio = f.straggler;
   o.bind_ip = f.bind;
-  if (f.timeout_s <= 0) return UsageError("--timeout must be > 0");
+  if (f.timeout_s <= 0) return usage("--timeout must be > 0");
   o.world.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
   std::vector<pid_t> children;
   if (Status st = f.ranks.Apply(o.world, &o.on_coordinator, &children); !st.ok()) {
-    return UsageError(st.message());
+    return usage(st.message());
   }
   if (o.world.world_size == 1 && o.world.coordinator.empty()) o.world.coordinator = "127.0.0.1:0";
   if (Status st = bench::ValidateNetBench(o); !st.ok()) {
-    return UsageError(st.message());
+    return usage(st.message());
   }
-  auto report = bench::RunNetBench(o);
+  auto result = bench::RunNetBench(o);
   // After a failure or a refusal the other ranks were told to stop (or stop by themselves): a
   // rank that does not exit at once is the hung one.
-  bool failed = !report.ok() || !report->inventory.contains("tests");
+  bool failed = !result.ok() || !result->inventory.contains("tests");
   if (!children.empty()) {
     ReapLocalRanks(children, failed ? std::chrono::milliseconds(1000)
                                     : o.world.timeout + std::chrono::seconds(5));
   }
-  if (!report.ok()) return UsageError(report.status().message());
+  if (!result.ok()) return usage(result.status().message());
+  report = std::move(*result);
   if (o.world.rank == 0) return f.report.Emit(*report);
   // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
@@ -111,6 +121,24 @@ int RunNet(const NetFlags& f) {
   }
   return ExitCodeFor(*report, ParseSeverity(f.report.fail_on).value_or(Severity::kError),
                      f.report.observe_only);
+}
+
+int RunNet(const NetFlags& f) {
+  bench::NetBenchOptions o;
+  std::optional<Report> report;
+  std::string error;
+  int code = RunNetOnce(f, o, report, error);
+  if (f.verdict_file.empty()) return code;
+  // The canary's verdict, whatever happened: the controller reads it from the pod.
+  bench::Verdict v =
+      bench::VerdictOf(report ? *report : Report{}, o.world.rank, o.world.world_size, code,
+                       o.transport, {o.world.rank, ranks::Hostname(), ranks::NodeName()});
+  v.error = error;
+  if (Status st = bench::WriteVerdictFile(f.verdict_file, bench::EncodeVerdict(v)); !st.ok()) {
+    int failed = UsageError(st.message());
+    return std::max(code, failed);
+  }
+  return code;
 }
 
 std::atomic<bool> g_interrupted{false};
@@ -280,6 +308,10 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
                   "A p2p pair below this share of the median pair is a straggler")
       ->check(Number(0, 1))
       ->capture_default_str();
+  net->add_option("--verdict-file", f->verdict_file,
+                  "Write this rank's verdict there at exit: compact JSON of at most 4096 bytes "
+                  "for a Kubernetes termination message (/dev/termination-log); with --local, "
+                  "rank N>0 writes PATH.N");
   auto sf = std::make_shared<StorageFlags>();
   CLI::App* st = bench->add_subcommand(
       "storage",

@@ -46,6 +46,14 @@ std::vector<pid_t> StartLocalRanks(int n, const std::string& coordinator,
   for (int r = 1; r < n; ++r) {
     std::vector<std::string> argv = {"/proc/self/exe"};
     argv.insert(argv.end(), base.begin(), base.end());
+    // A file each rank writes at exit (--verdict-file PATH): rank r's is PATH.r.
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (argv[i] == "--verdict-file" && i + 1 < argv.size()) {
+        argv[++i] += "." + std::to_string(r);
+      } else if (argv[i].rfind("--verdict-file=", 0) == 0) {
+        argv[i] += "." + std::to_string(r);
+      }
+    }
     for (std::string a : {std::string("--rank"), std::to_string(r), std::string("--world-size"),
                           std::to_string(n), std::string("--coordinator"), coordinator}) {
       argv.push_back(a);

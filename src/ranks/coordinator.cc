@@ -161,7 +161,7 @@ bool Coordinator::Consider(Pending& p, const std::string& frame) {
            "on every rank)");
     return false;
   }
-  Peer peer{h.rank, h.host, p.ip, h.address};
+  Peer peer{h.rank, h.host, p.ip, h.address, h.node, h.node_dropped};
   std::string who = "rank " + std::to_string(h.rank) + " (" + Quote(h.host, 64) + " " + p.ip + ")";
   std::string why;
   if (h.version != kVersion) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "base/strings.h"
 #include "ranks/peer_json.h"
 
 namespace tocsin::ranks {
@@ -36,6 +37,36 @@ Result<json> ParseObject(std::string_view frame) {
 std::string TypeOf(const json& j) {
   const json& t = Member(j, "type");
   return t.is_string() ? t.get<std::string>() : "";
+}
+
+}  // namespace
+
+bool IsNodeName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNodeNameBytes) return false;
+  for (std::string_view label : Split(name, '.')) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    for (char c : label) {
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// The optional "node" of a hello or roster entry: a node name, else dropped and marked.
+void NodeField(const json& j, std::string& node, bool& dropped) {
+  const json& v = Member(j, "node");
+  node.clear();
+  dropped = false;
+  if (v.is_null()) return;
+  if (v.is_string() && IsNodeName(v.get_ref<const std::string&>())) {
+    node = v.get<std::string>();
+  } else {
+    dropped = !(v.is_string() && v.get_ref<const std::string&>().empty());
+  }
 }
 
 }  // namespace
@@ -96,7 +127,8 @@ Status FrameReader::ReadFrom(int fd, const std::string& what) {
 std::string EncodeHello(const Hello& h) {
   return json{{"type", "hello"},         {"version", h.version}, {"token", h.token},
               {"rank", h.rank},          {"world_size", h.world_size},
-              {"params", h.params},      {"host", h.host},       {"address", h.address}}
+              {"params", h.params},      {"host", h.host},       {"address", h.address},
+              {"node", h.node}}
       .dump();
 }
 
@@ -119,6 +151,7 @@ Result<Hello> DecodeHello(std::string_view frame) {
       if (c < 0x20 || c > 0x7e) return Status::ParseError("a field with unprintable bytes");
     }
   }
+  NodeField(j, h.node, h.node_dropped);
   return h;
 }
 
@@ -150,8 +183,12 @@ Result<Message> DecodeMessage(std::string_view frame, int world_size) {
 std::string EncodeRoster(const std::vector<Peer>& peers, const std::string& secret) {
   json roster = {{"type", "roster"}, {"secret", secret}, {"peers", json::array()}};
   for (const auto& p : peers) {
-    roster["peers"].push_back(
-        {{"rank", p.rank}, {"host", p.host}, {"ip", p.ip}, {"address", p.address}});
+    roster["peers"].push_back({{"rank", p.rank},
+                               {"host", p.host},
+                               {"ip", p.ip},
+                               {"address", p.address},
+                               {"node", p.node},
+                               {"node_dropped", p.node_dropped}});
   }
   return roster.dump();
 }
@@ -174,6 +211,8 @@ Result<std::vector<Peer>> DecodeRoster(std::string_view frame, int world_size,
                       StringField(p, "address", 512, peer.address)}) {
       if (!st.ok()) return st;
     }
+    NodeField(p, peer.node, peer.node_dropped);
+    peer.node_dropped = peer.node_dropped || Member(p, "node_dropped") == json(true);
     if (peer.rank != static_cast<int>(peers.size())) {
       return Status::ParseError("roster entry " + std::to_string(peers.size()) + " is rank " +
                                 std::to_string(peer.rank));

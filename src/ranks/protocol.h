@@ -24,8 +24,15 @@ struct Peer {
   std::string host;          // hostname
   std::string ip;            // the rank's address as the coordinator saw it
   std::string address;       // what the rank published for its data plane
+  std::string node;          // its Kubernetes node name ($TOCSIN_NODE_NAME), "" when unknown
+  bool node_dropped = false;  // it sent a node name that is not one (dropped, counted)
   std::string Name() const;  // "rank 2 (node-c 10.77.0.3)"
 };
+
+inline constexpr size_t kMaxNodeNameBytes = 253;
+// Whether `name` is a Kubernetes node name: a DNS subdomain (RFC 1123: lowercase alphanumeric
+// labels, '-' inside them, joined by '.') of at most kMaxNodeNameBytes.
+bool IsNodeName(std::string_view name);
 
 // Reassembles one length-prefixed frame (u32 little-endian length, then the bytes) from a
 // non-blocking socket. A header announcing more than `max_bytes` is refused as soon as it
@@ -64,6 +71,8 @@ struct Hello {
   std::string params;
   std::string host;
   std::string address;
+  std::string node;  // optional; one that is not a node name is dropped ("") and marked
+  bool node_dropped = false;
 };
 std::string EncodeHello(const Hello& hello);
 Result<Hello> DecodeHello(std::string_view frame);

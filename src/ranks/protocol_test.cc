@@ -54,6 +54,45 @@ TEST(ProtocolTest, HelloRoundTripsAndEveryFieldIsChecked) {
   EXPECT_FALSE(DecodeHello(EncodeHello(h)).ok());
 }
 
+TEST(ProtocolTest, NodeNamesAreDnsSubdomainsElseDroppedAndMarked) {
+  for (const char* good : {"n0", "gpu-node-01.example.com", "a", "0-0"}) {
+    EXPECT_TRUE(IsNodeName(good)) << good;
+  }
+  for (std::string bad : {std::string(), std::string("Node"), std::string("-a"),
+                          std::string("a-"), std::string("a..b"), std::string(".a"),
+                          std::string("a_b"), std::string("a b"), std::string("n\x1b[31m"),
+                          std::string(64, 'a'), std::string(127, 'a') + "." + std::string(126, 'b')}) {
+    EXPECT_FALSE(IsNodeName(bad)) << bad;
+  }
+  EXPECT_TRUE(IsNodeName(std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                         std::string(63, 'c') + "." + std::string(61, 'd')));  // 253
+  Hello h{"1", "t", 1, 2, "p", "host", "", "node-b"};
+  auto back = DecodeHello(EncodeHello(h));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->node, "node-b");
+  EXPECT_FALSE(back->node_dropped);
+  // Not a reason to refuse the rank: the name is dropped, and that is counted.
+  h.node = "Evil\nNode";
+  back = DecodeHello(EncodeHello(h));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->node, "");
+  EXPECT_TRUE(back->node_dropped);
+  h.node = "";  // unset: nothing to drop
+  back = DecodeHello(EncodeHello(h));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->node_dropped);
+  back = DecodeHello(
+      R"({"type":"hello","version":"1","token":"t","rank":1,"world_size":2,"params":"","host":"","address":"","node":7})");
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->node_dropped);
+  std::vector<Peer> peers = {{0, "a", "ip", "x:1", "n0", false}, {1, "b", "ip", "x:2", "", true}};
+  std::string secret;
+  auto roster = DecodeRoster(EncodeRoster(peers, "s"), 2, secret);
+  ASSERT_TRUE(roster.ok()) << roster.status().ToString();
+  EXPECT_EQ((*roster)[0].node, "n0");
+  EXPECT_TRUE((*roster)[1].node_dropped);
+}
+
 TEST(ProtocolTest, MessagesAreTypedAndBounded) {
   auto g = DecodeMessage(R"({"type":"gather","round":1,"payload":"[1,2]"})", 4);
   ASSERT_TRUE(g.ok());

@@ -34,6 +34,11 @@ std::string Hostname() {
   return buf;
 }
 
+std::string NodeName() {
+  const char* v = std::getenv("TOCSIN_NODE_NAME");
+  return v ? v : "";
+}
+
 std::map<std::string, std::string> RankEnvironment() {
   std::map<std::string, std::string> env;
   for (const char* k : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "JOB_COMPLETION_INDEX",
@@ -144,7 +149,7 @@ Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
   w->control_ = std::move(*fd);
   // The hello goes at once: the coordinator drops a connection that stays silent.
   Hello hello{kVersion,        options.token, options.rank, options.world_size,
-              w->options_.params, Hostname(), ""};
+              w->options_.params, Hostname(), "", NodeName()};
   Status st = WriteFrame(w->control_.get(), EncodeHello(hello), DeadlineIn(options.timeout),
                          w->coordinator_name_);
   if (!st.ok()) return st;

@@ -34,6 +34,9 @@ Status Validate(const WorldOptions& options);
 
 // This machine's hostname (what ranks report as their host).
 std::string Hostname();
+// This rank's Kubernetes node name: $TOCSIN_NODE_NAME (the downward API's spec.nodeName), "" when
+// unset. Sent to rank 0 with the hello; rank 0 drops one that is not a node name and marks it.
+std::string NodeName();
 
 class Coordinator;
 
