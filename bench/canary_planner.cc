@@ -70,6 +70,8 @@ int main(int argc, char** argv) {
       if (!s.ok()) return 1;
     }
     c = ComputeCoverage(all, h, now, testing::kWindow);
+    std::printf("after round %d: nodes %zu/%zu, block pairs %zu/%zu\n", rounds, c.nodes_passed,
+                c.nodes_total, c.block_pairs_passed, c.block_pairs_total);
   } while (rounds < 20 && (c.node_ratio() < 1 || c.block_pair_ratio() < 1));
   Timing steady = Time(all, h, testing::T(rounds * 600 + 1), runs);
   std::string encoded = EncodeHistory(h);

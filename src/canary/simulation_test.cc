@@ -67,6 +67,10 @@ TEST(CanarySimulation, HealthyClusterCoveredWithinTwoRounds) {
       ++rounds;
       EXPECT_EQ(sim.Round(rounds, seed), 0u);
       c = ComputeCoverage(sim.all(), sim.history(), T(rounds * kRound.count()), kWindow);
+      if (rounds == 1) {
+        EXPECT_EQ(c.nodes_passed, 4096u) << "seed " << seed;
+        EXPECT_GE(c.block_pairs_passed, 2000u) << "rule 2 spreads the first round across blocks";
+      }
     } while (rounds < 3 && (c.node_ratio() < 1 || c.block_pair_ratio() < 1));
     EXPECT_LE(rounds, 2) << "seed " << seed;
     EXPECT_EQ(c.nodes_total, 4096u);
