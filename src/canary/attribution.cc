@@ -43,14 +43,21 @@ class Resolver {
   void Run() {
     for (bool changed = true; changed;) {
       changed = false;
+      // A settled failure leaves the counts at once (exoneration does not change within a pass);
+      // a blame can settle failures already passed over: the next pass takes them.
       CountOpen();
-      for (size_t i = 0; i < h_.failures.size(); ++i) {
-        if (Resolve(h_.failures[i])) {
-          h_.failures.erase(h_.failures.begin() + static_cast<std::ptrdiff_t>(i));
+      std::vector<Failure> kept;
+      kept.reserve(h_.failures.size());
+      for (Failure& f : h_.failures) {
+        if (Resolve(f)) {
           changed = true;
-          break;  // counts changed
+          if (!Exonerated(h_, f.a, f.at)) --open_[f.a];
+          if (!Exonerated(h_, f.b, f.at)) --open_[f.b];
+        } else {
+          kept.push_back(std::move(f));
         }
       }
+      h_.failures = std::move(kept);
     }
   }
 

@@ -31,7 +31,9 @@
 //  is blamed on a failure with a partner that is itself in doubt: a healthy node is blamed only
 //  when its partner is good and the path is ok, which a faulty node or block pair does not fake.
 //  A single transient failure followed by the partner's pass elsewhere does blame a node until
-//  its own re-test passes (the planner re-tests blamed nodes every round).
+//  its own re-test passes (the planner re-tests blamed nodes every round). A node alone in its
+//  block whose failures are all across blocks stays a suspect (the node and its block's path
+//  cannot be told apart): only its own kNodeFault blames it.
 //  `since` is the onset of the streak: the first failure since the last pass, kept across rounds.
 
 #include <chrono>

@@ -216,8 +216,8 @@ TEST(PlannerTest, UnpassedNodesFirstOldestFirstAcrossUncoveredBlockPairs) {
 }
 
 TEST(PlannerTest, UnpassedNodesNeverPassedThenOldestPassFirst) {
-  std::vector<NodeInfo> all = {{"a", "b00"}, {"b", "b00"}, {"c", "b00"}, {"d", "b00"},
-                               {"e", "b00"}, {"f", "b00"}};
+  std::vector<NodeInfo> all = {{"a", "b00"}, {"b", "b00"}, {"c", "b00"},
+                               {"d", "b00"}, {"e", "b00"}, {"f", "b00"}};
   History h;
   ASSERT_TRUE(Record(h, Pass(all[0], all[5], T(-9000)), kWindow).ok());  // a, f: oldest
   ASSERT_TRUE(Record(h, Pass(all[1], all[2], T(-8000)), kWindow).ok());  // b, c
