@@ -54,6 +54,12 @@ namespace tocsin::canary {
 // nor b, or a failure without a cause.
 Status Record(History& history, const PairResult& result, std::chrono::seconds window);
 
+// The results of a round at once: each applied as Record does, then the rules once over every
+// failure (a round in which the whole fabric fails costs one pass, not one per result). Invalid
+// results are left out (the others are recorded); the error names the first and the count.
+Status RecordRound(History& history, const std::vector<PairResult>& results,
+                   std::chrono::seconds window);
+
 // Once a round (it walks every record): prunes failures as Record does, and node or block-pair
 // records with nothing in force (no verdict, no failure, no streak within the window) whose last
 // pass is older than kStaleWindows windows (until then they order the planner's "oldest pass

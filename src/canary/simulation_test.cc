@@ -17,8 +17,10 @@ constexpr std::chrono::seconds kRound{600};
 
 class Simulator {
  public:
-  Simulator(size_t blocks, size_t per_block, std::string faulty_node, BlockPair faulty_blocks)
-      : all_(Grid(blocks, per_block)),
+  Simulator(size_t blocks, size_t per_block, std::string faulty_node, BlockPair faulty_blocks,
+            bool batch = false)
+      : batch_(batch),
+        all_(Grid(blocks, per_block)),
         faulty_node_(std::move(faulty_node)),
         faulty_blocks_(std::move(faulty_blocks)) {
     for (const NodeInfo& n : all_) info_[n.name] = n;
@@ -29,14 +31,21 @@ class Simulator {
     TimePoint now = T(round * kRound.count());
     auto plan = Plan(all_, all_, h_, {all_.size(), seed, now, kWindow});
     size_t failed = 0;
+    std::vector<PairResult> results;
     for (const PlannedPair& p : plan) {
       const NodeInfo &a = info_.at(p.a), &b = info_.at(p.b);
       bool bad = p.a == faulty_node_ || p.b == faulty_node_ ||
                  (a.block == faulty_blocks_.first && b.block == faulty_blocks_.second) ||
                  (a.block == faulty_blocks_.second && b.block == faulty_blocks_.first);
       PairResult r = bad ? Fail(a, b, now, Cause(a, b)) : Pass(a, b, now);
-      EXPECT_TRUE(Record(h_, r, kWindow).ok());
+      if (!batch_) {
+        EXPECT_TRUE(Record(h_, r, kWindow).ok());
+      }
+      results.push_back(std::move(r));
       failed += bad ? 1 : 0;
+    }
+    if (batch_) {
+      EXPECT_TRUE(RecordRound(h_, results, kWindow).ok());
     }
     PruneStale(h_, now, kWindow);
     return failed;
@@ -51,6 +60,7 @@ class Simulator {
   const History& history() const { return h_; }
 
  private:
+  bool batch_;
   std::vector<NodeInfo> all_;
   std::map<std::string, NodeInfo> info_;
   std::string faulty_node_;
@@ -86,9 +96,11 @@ TEST(CanarySimulation, HealthyClusterCoveredWithinTwoRounds) {
 
 // One faulty node and one faulty block pair: both named within two rounds after the first failure,
 // nothing else ever blamed, the verdicts stay with their onset.
-void ExpectFaultsNamed(const std::string& node, const BlockPair& blocks, uint64_t seed) {
-  SCOPED_TRACE(node + " " + blocks.first + "/" + blocks.second + " seed " + std::to_string(seed));
-  Simulator sim(64, 64, node, blocks);
+void ExpectFaultsNamed(const std::string& node, const BlockPair& blocks, uint64_t seed,
+                       bool batch = false) {
+  SCOPED_TRACE(node + " " + blocks.first + "/" + blocks.second + " seed " + std::to_string(seed) +
+               (batch ? " RecordRound" : " Record"));
+  Simulator sim(64, 64, node, blocks, batch);
   int detected = 0, node_named = 0, blocks_named = 0;
   std::optional<TimePoint> node_since, blocks_since;
   for (int round = 1; round <= 8; ++round) {
@@ -122,6 +134,11 @@ void ExpectFaultsNamed(const std::string& node, const BlockPair& blocks, uint64_
 
 TEST(CanarySimulation, FaultyNodeAndBlockPairNamed) {
   for (uint64_t seed : {1u, 7u}) ExpectFaultsNamed("n-05-07", {"b10", "b20"}, seed);
+}
+
+TEST(CanarySimulation, FaultyNodeAndBlockPairNamedRecordingRoundsAtOnce) {
+  ExpectFaultsNamed("n-05-07", {"b10", "b20"}, 1, /*batch=*/true);
+  ExpectFaultsNamed("n-10-03", {"b10", "b20"}, 11, /*batch=*/true);
 }
 
 TEST(CanarySimulation, FaultyNodeInsideTheFaultyBlockPair) {
