@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
     worst_each_ms = std::max(worst_each_ms, MsSince(start));
   }
 
+  Timing down = Time(all, h, testing::T((rounds + 5) * 600), runs);
+
   std::printf("nodes %zu, blocks %zu, block pairs %zu, runs %d\n", all.size(), blocks,
               c.block_pairs_total, runs);
   std::printf("rounds to full coverage: %d (nodes %zu/%zu, block pairs %zu/%zu)\n", rounds,
@@ -113,5 +115,7 @@ int main(int argc, char** argv) {
       "a round where every pair fails (worst of 4): Record each %.1f ms, RecordRound %.1f ms, "
       "%zu failures kept\n",
       worst_each_ms, worst_round_ms, h.failures.size());
+  std::printf("plan, after that (every node suspected): median %.1f ms, max %.1f ms, %zu pairs\n",
+              down.median_ms, down.max_ms, down.pairs);
   return 0;
 }
