@@ -9,7 +9,8 @@
 // f or f is p's only failure not exonerated. The *path* of f is ok when x and p share a block, or
 // when a pair across their two blocks passed at or after f.
 //
-// Rules (Record applies them after every result, until nothing changes):
+// Rules (Record applies them after every result, RecordRound after a round's results, until
+// nothing changes):
 //  1. kPass of (a, b): a and b get their last pass, their streaks and NodeVerdicts are cleared; the
 //     block pair (when the blocks differ) gets its last pass, its streak and BlockPairVerdict are
 //     cleared. A node passing a canary clears its verdict, so a fixed node is exonerated by its
