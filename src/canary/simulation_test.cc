@@ -56,6 +56,11 @@ class Simulator {
                                                             : "canary.busbw.low";
   }
 
+  void Fix() {
+    faulty_node_.clear();
+    faulty_blocks_ = {};
+  }
+
   const std::vector<NodeInfo>& all() const { return all_; }
   const History& history() const { return h_; }
 
@@ -143,6 +148,19 @@ TEST(CanarySimulation, FaultyNodeAndBlockPairNamedRecordingRoundsAtOnce) {
 
 TEST(CanarySimulation, FaultyNodeInsideTheFaultyBlockPair) {
   ExpectFaultsNamed("n-10-03", {"b10", "b20"}, 11);
+}
+
+TEST(CanarySimulation, FixedNodeAndBlockPairClearedInTheNextRound) {
+  Simulator sim(64, 64, "n-05-07", {"b10", "b20"});
+  for (int round = 1; round <= 4; ++round) sim.Round(round, 3);
+  Verdicts v = Attribute(sim.all(), sim.history(), T(4 * kRound.count()));
+  ASSERT_EQ(v.nodes.size(), 1u);
+  ASSERT_EQ(v.block_pairs.size(), 1u);
+  sim.Fix();
+  sim.Round(5, 3);  // the blamed node is re-tested, the block pair planned again
+  v = Attribute(sim.all(), sim.history(), T(5 * kRound.count()));
+  EXPECT_TRUE(v.nodes.empty());
+  EXPECT_TRUE(v.block_pairs.empty());
 }
 
 TEST(CanarySimulation, SmallClustersConverge) {
