@@ -24,11 +24,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto plan = Plan(nodes, nodes, *h, {nodes.size(), 1, now, std::chrono::seconds(3600)});
   Attribute(nodes, *h, now);
   ComputeCoverage(nodes, *h, now, std::chrono::seconds(3600));
-  History copy = *h;
+  History each = *h, round = *h;
+  std::vector<PairResult> results;
   for (const PlannedPair& p : plan) {
-    (void)Record(copy, {p.a, p.b, "x", "y", Outcome::kPairFault, "canary.fuzz", "", now},
-                 std::chrono::seconds(3600));
+    results.push_back({p.a, p.b, "x", "y", Outcome::kPairFault, "canary.fuzz", "", now});
+    (void)Record(each, results.back(), std::chrono::seconds(3600));
   }
-  PruneStale(copy, now, std::chrono::seconds(3600));
+  (void)RecordRound(round, results, std::chrono::seconds(3600));
+  PruneStale(each, now, std::chrono::seconds(3600));
   return 0;
 }

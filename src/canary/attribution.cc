@@ -1,5 +1,7 @@
 #include "canary/attribution.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <unordered_map>
@@ -35,41 +37,83 @@ bool Blamed(const History& h, const std::string& node) {
   return it != h.nodes.end() && it->second.blamed;
 }
 
+bool Across(const Failure& f, const BlockPair& p) {
+  return (f.block_a == p.first && f.block_b == p.second) ||
+         (f.block_a == p.second && f.block_b == p.first);
+}
+
 class Resolver {
  public:
   Resolver(History& h, TimePoint now, std::chrono::seconds window) : h_(h), recent_(now - window) {}
 
-  // Applies rules 3a-3d until nothing changes.
-  void Run() {
-    for (bool changed = true; changed;) {
-      changed = false;
-      CountOpen();
+  // Applies rules 3a-3d until nothing changes, to the failures that what changed can touch: those
+  // of the `touched` nodes or across the `touched_block` pair, then those of the nodes blamed and
+  // of the endpoints of settled failures (their counts of open failures fell), and so on.
+  // With `all`, the first pass takes every failure (RecordRound).
+  void Run(std::set<std::string> touched, std::optional<BlockPair> touched_block,
+           bool all = false) {
+    settled_.assign(h_.failures.size(), false);
+    std::vector<bool>& settled = settled_;
+    if (all) CountAll();
+    while (all || !touched.empty() || touched_block) {
+      std::set<std::string> next;
       for (size_t i = 0; i < h_.failures.size(); ++i) {
-        if (Resolve(h_.failures[i])) {
-          h_.failures.erase(h_.failures.begin() + static_cast<std::ptrdiff_t>(i));
-          changed = true;
-          break;  // counts changed
+        const Failure& f = h_.failures[i];
+        if (settled[i] || !(all || touched.contains(f.a) || touched.contains(f.b) ||
+                            (touched_block && Across(f, *touched_block)))) {
+          continue;
         }
+        std::vector<std::string> blamed;
+        if (!Resolve(f, blamed)) continue;
+        settled[i] = true;
+        for (const std::string* n : {&f.a, &f.b}) {
+          auto open = open_.find(*n);
+          if (open != open_.end() && !Exonerated(h_, *n, f.at)) --open->second;
+          next.insert(*n);
+        }
+        next.insert(blamed.begin(), blamed.end());
+      }
+      touched = std::move(next);
+      touched_block.reset();
+      all = false;
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < h_.failures.size(); ++i) {
+      if (settled[i]) continue;
+      if (out != i) h_.failures[out] = std::move(h_.failures[i]);
+      ++out;
+    }
+    h_.failures.resize(out);
+  }
+
+ private:
+  void CountAll() {
+    for (const Failure& f : h_.failures) {
+      for (const std::string* n : {&f.a, &f.b}) {
+        int& count = open_[*n];
+        if (!Exonerated(h_, *n, f.at)) ++count;
       }
     }
   }
 
- private:
-  void CountOpen() {
-    open_.clear();
-    for (const Failure& f : h_.failures) {
-      if (!Exonerated(h_, f.a, f.at)) ++open_[f.a];
-      if (!Exonerated(h_, f.b, f.at)) ++open_[f.b];
+  // Failures of `p` it is not exonerated from (counted once per Run, then kept up to date).
+  int Open(const std::string& p) {
+    auto [it, added] = open_.try_emplace(p, 0);
+    if (added) {
+      for (size_t i = 0; i < h_.failures.size(); ++i) {
+        const Failure& f = h_.failures[i];
+        if (!settled_[i] && (f.a == p || f.b == p) && !Exonerated(h_, p, f.at)) ++it->second;
+      }
     }
+    return it->second;
   }
 
-  bool Good(const std::string& p, const Failure& f) const {
+  bool Good(const std::string& p, const Failure& f) {
     auto it = h_.nodes.find(p);
     if (it == h_.nodes.end() || it->second.blamed || !it->second.last_pass) return false;
     if (*it->second.last_pass < recent_) return false;
     if (*it->second.last_pass >= f.at) return true;
-    auto open = open_.find(p);
-    return open == open_.end() || open->second <= 1;
+    return Open(p) <= 1;
   }
 
   bool PathOk(const Failure& f) const {
@@ -79,12 +123,14 @@ class Resolver {
   }
 
   // Rule 3b for x failing with p.
-  bool Blames(const std::string& x, const std::string& p, const Failure& f) const {
+  bool Blames(const std::string& x, const std::string& p, const Failure& f) {
     if (Exonerated(h_, x, f.at) || !PathOk(f) || !Good(p, f)) return false;
     return Exonerated(h_, p, f.at) || !Good(x, f);
   }
 
-  void Blame(const std::string& x, const std::string& partner, const Failure& f) {
+  void Blame(const std::string& x, const std::string& partner, const Failure& f,
+             std::vector<std::string>& blamed) {
+    blamed.push_back(x);
     NodeRecord& r = h_.nodes[x];
     r.blamed = true;
     r.cause = f.cause;
@@ -93,7 +139,7 @@ class Resolver {
   }
 
   // True when the failure is settled (and must be dropped).
-  bool Resolve(const Failure& f) {
+  bool Resolve(const Failure& f, std::vector<std::string>& blamed) {
     bool blame_a = Blamed(h_, f.a), blame_b = Blamed(h_, f.b);
     if (blame_a || blame_b) {  // 3a
       if (blame_a) AddCapped(h_.nodes[f.a].partners, f.b, kMaxPartners);
@@ -102,8 +148,8 @@ class Resolver {
     }
     bool new_a = Blames(f.a, f.b, f), new_b = Blames(f.b, f.a, f);
     if (new_a || new_b) {  // 3b
-      if (new_a) Blame(f.a, f.b, f);
-      if (new_b) Blame(f.b, f.a, f);
+      if (new_a) Blame(f.a, f.b, f, blamed);
+      if (new_b) Blame(f.b, f.a, f, blamed);
       return true;
     }
     if (!Exonerated(h_, f.a, f.at) || !Exonerated(h_, f.b, f.at)) return false;
@@ -120,6 +166,7 @@ class Resolver {
   History& h_;
   TimePoint recent_;
   std::unordered_map<std::string, int> open_;
+  std::vector<bool> settled_;
 };
 
 void PruneFailures(History& h, TimePoint now, std::chrono::seconds window) {
@@ -132,9 +179,8 @@ void PruneFailures(History& h, TimePoint now, std::chrono::seconds window) {
   }
 }
 
-}  // namespace
-
-Status Record(History& h, const PairResult& in, std::chrono::seconds window) {
+// Validates and applies one result (rules 1 and 2, and 3's bookkeeping); `r` gets it normalised.
+Status Apply(History& h, const PairResult& in, PairResult& r) {
   if (in.a.empty() || in.b.empty()) return Status::InvalidArgument("canary result without a node");
   if (in.a == in.b) return Status::InvalidArgument("canary result of " + in.a + " with itself");
   if (in.outcome != Outcome::kPass && in.cause.empty()) {
@@ -143,7 +189,7 @@ Status Record(History& h, const PairResult& in, std::chrono::seconds window) {
   if (in.outcome == Outcome::kNodeFault && in.node != in.a && in.node != in.b) {
     return Status::InvalidArgument("canary node fault on " + in.node + ", not in its pair");
   }
-  PairResult r = in;
+  r = in;
   if (r.b < r.a) {
     std::swap(r.a, r.b);
     std::swap(r.block_a, r.block_b);
@@ -184,9 +230,41 @@ Status Record(History& h, const PairResult& in, std::chrono::seconds window) {
       break;
     }
   }
-  PruneFailures(h, r.at, window);
-  Resolver(h, r.at, window).Run();
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Record(History& h, const PairResult& result, std::chrono::seconds window) {
+  PairResult r;
+  TOCSIN_RETURN_IF_ERROR(Apply(h, result, r));
+  PruneFailures(h, r.at, window);
+  std::optional<BlockPair> bp;
+  if (r.block_a != r.block_b) bp = Key(r.block_a, r.block_b);
+  Resolver(h, r.at, window).Run({r.a, r.b}, bp);
+  return Status::Ok();
+}
+
+Status RecordRound(History& h, const std::vector<PairResult>& results,
+                   std::chrono::seconds window) {
+  Status first_error;
+  size_t rejected = 0;
+  std::optional<TimePoint> newest;
+  for (const PairResult& result : results) {
+    PairResult r;
+    Status s = Apply(h, result, r);
+    if (!s.ok()) {
+      if (rejected++ == 0) first_error = s;
+      continue;
+    }
+    if (!newest || r.at > *newest) newest = r.at;
+  }
+  if (newest) {
+    PruneFailures(h, *newest, window);
+    Resolver(h, *newest, window).Run({}, std::nullopt, /*all=*/true);
+  }
+  if (rejected == 0) return Status::Ok();
+  return first_error.WithPrefix(fmt::format("{} of {} results rejected", rejected, results.size()));
 }
 
 void PruneStale(History& h, TimePoint now, std::chrono::seconds window) {

@@ -9,7 +9,8 @@
 // f or f is p's only failure not exonerated. The *path* of f is ok when x and p share a block, or
 // when a pair across their two blocks passed at or after f.
 //
-// Rules (Record applies them after every result, until nothing changes):
+// Rules (Record applies them after every result, RecordRound after a round's results, until
+// nothing changes):
 //  1. kPass of (a, b): a and b get their last pass, their streaks and NodeVerdicts are cleared; the
 //     block pair (when the blocks differ) gets its last pass, its streak and BlockPairVerdict are
 //     cleared. A node passing a canary clears its verdict, so a fixed node is exonerated by its
@@ -31,7 +32,9 @@
 //  is blamed on a failure with a partner that is itself in doubt: a healthy node is blamed only
 //  when its partner is good and the path is ok, which a faulty node or block pair does not fake.
 //  A single transient failure followed by the partner's pass elsewhere does blame a node until
-//  its own re-test passes (the planner re-tests blamed nodes every round).
+//  its own re-test passes (the planner re-tests blamed nodes every round). A node alone in its
+//  block whose failures are all across blocks stays a suspect (the node and its block's path
+//  cannot be told apart): only its own kNodeFault blames it.
 //  `since` is the onset of the streak: the first failure since the last pass, kept across rounds.
 
 #include <chrono>
@@ -51,6 +54,12 @@ namespace tocsin::canary {
 // result without both names, a pair of a node with itself, a kNodeFault whose node is neither a
 // nor b, or a failure without a cause.
 Status Record(History& history, const PairResult& result, std::chrono::seconds window);
+
+// The results of a round at once: each applied as Record does, then the rules once over every
+// failure (a round in which the whole fabric fails costs one pass, not one per result). Invalid
+// results are left out (the others are recorded); the error names the first and the count.
+Status RecordRound(History& history, const std::vector<PairResult>& results,
+                   std::chrono::seconds window);
 
 // Once a round (it walks every record): prunes failures as Record does, and node or block-pair
 // records with nothing in force (no verdict, no failure, no streak within the window) whose last

@@ -224,6 +224,26 @@ TEST_F(AttributionTest, RecordRejectsMalformedResults) {
   EXPECT_TRUE(h_.nodes.empty());
 }
 
+TEST_F(AttributionTest, RecordRoundMatchesRecordAndReportsRejects) {
+  AllPassIntra(T(0));
+  std::vector<PairResult> round = {Fail(x_[0], y_[0], T(100)), Fail(x_[1], y_[1], T(100))};
+  ASSERT_TRUE(RecordRound(h_, round, kWindow).ok());
+  EXPECT_EQ(V(T(100)).suspects.size(), 2u);
+  // Re-tests: x0 fails in its block (blamed), y0 passes, x1 and y1 pass (a block-pair verdict
+  // needs the pair across to have failed with both sides passing elsewhere: x1/y1).
+  round = {Fail(x_[0], x_[2], T(200)), Pass(y_[0], y_[2], T(200)), Pass(x_[1], x_[3], T(200)),
+           Pass(y_[1], y_[3], T(200)), Pass(x_[0], x_[0], T(200))};
+  Status s = RecordRound(h_, round, kWindow);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("1 of 5 results rejected"), std::string::npos) << s.message();
+  Verdicts v = V(T(200));
+  ASSERT_EQ(v.nodes.size(), 1u);
+  EXPECT_EQ(v.nodes[0].node, x_[0].name);
+  ASSERT_EQ(v.block_pairs.size(), 1u);
+  EXPECT_EQ(v.block_pairs[0].pairs, (std::vector<NodePair>{{x_[1].name, y_[1].name}}));
+  EXPECT_TRUE(v.suspects.empty());
+}
+
 TEST_F(AttributionTest, RecordNormalisesThePair) {
   Add(Fail(y_[0], x_[0], T(1)));
   ASSERT_EQ(h_.failures.size(), 1u);

@@ -164,6 +164,11 @@ TEST(HistoryTest, RejectsJunk) {
   std::string deep(600000, '[');
   EXPECT_FALSE(DecodeHistory(deep).ok());
   EXPECT_FALSE(DecodeHistory(std::string(kMaxHistoryInput + 1, ' ')).ok());
+  std::string nodes = "{\"version\":1,\"blocks\":[],\"failures\":[],\"nodes\":[";
+  for (size_t i = 0; i < kMaxNodes; ++i) nodes += "{},";
+  auto r = DecodeHistory(nodes + "{}]}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("over 65536"), std::string::npos) << r.status().message();
   std::string many = "{\"version\":1,\"nodes\":[],\"blocks\":[],\"failures\":[";
   for (size_t i = 0; i <= kMaxFailures; ++i) many += "1,";
   many += "1]}";

@@ -215,6 +215,25 @@ TEST(PlannerTest, UnpassedNodesFirstOldestFirstAcrossUncoveredBlockPairs) {
   EXPECT_EQ(plan[1].why, "node");
 }
 
+TEST(PlannerTest, UnpassedNodesNeverPassedThenOldestPassFirst) {
+  std::vector<NodeInfo> all = {{"a", "b00"}, {"b", "b00"}, {"c", "b00"},
+                               {"d", "b00"}, {"e", "b00"}, {"f", "b00"}};
+  History h;
+  ASSERT_TRUE(Record(h, Pass(all[0], all[5], T(-9000)), kWindow).ok());  // a, f: oldest
+  ASSERT_TRUE(Record(h, Pass(all[1], all[2], T(-8000)), kWindow).ok());  // b, c
+  ASSERT_TRUE(Record(h, Pass(all[4], all[2], T(-7000)), kWindow).ok());  // e, c: least old
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    auto plan = Plan(all, all, h, Options(4, seed));
+    ASSERT_EQ(plan.size(), 2u);
+    // d never passed: first, with the next in line (a or f); then the other of a and f with b.
+    std::set<std::string> first = {plan[0].a, plan[0].b}, second = {plan[1].a, plan[1].b};
+    EXPECT_TRUE(first.contains("d"));
+    EXPECT_TRUE(first.contains("a") || first.contains("f"));
+    EXPECT_TRUE(second.contains("a") || second.contains("f"));
+    EXPECT_TRUE(second.contains("b"));
+  }
+}
+
 TEST(PlannerTest, SmallClusters) {
   std::vector<NodeInfo> three = {{"a", "b00"}, {"b", "b00"}, {"c", "b00"}};
   auto plan = Plan(three, three, {}, Options(10));
