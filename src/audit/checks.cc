@@ -333,6 +333,27 @@ std::vector<std::string> FabricNodeLabels() {
   return {std::begin(kFabricLabels), std::end(kFabricLabels)};
 }
 
+// Topology labels tried in order when --topology-label is not given (docs/FORMATS.md). AWS:
+// layer-1 is the top of the network hierarchy, so pods under different layer-1 nodes are
+// certainly in different blocks.
+constexpr const char* kTopologyLabels[] = {
+    "cloud.google.com/gce-topology-block",
+    "network.topology.nvidia.com/block",
+    "topology.k8s.aws/network-node-layer-1",
+    "topology.kubernetes.io/zone",
+};
+
+std::string TopologyLabel(const std::vector<const Node*>& nodes, const std::string& configured) {
+  if (!configured.empty() || nodes.empty()) return configured;
+  for (const char* candidate : kTopologyLabels) {
+    if (std::all_of(nodes.begin(), nodes.end(),
+                    [&](const Node* n) { return n != nullptr && n->labels.count(candidate); })) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
 bool IsFabricNode(const Node& node, const Options& options) {
   if (!options.fabric_selector.empty()) {
     return SelectorMatches(options.fabric_selector, node.labels, nullptr);

@@ -51,6 +51,11 @@ std::vector<Table> Tables(const k8s::Snapshot& snapshot, const Options& options)
 // One row per check id with its count and worst severity (--summary).
 Table SummaryTable(const std::vector<Finding>& findings);
 
+// The label that names a node's topology block: `configured` (--topology-label) when given, else
+// the first well-known one (GKE's block, NVIDIA's, AWS's network layer 1, the zone) that every
+// one of `nodes` carries (a null entry is a node not known: none then); "" when none fits.
+std::string TopologyLabel(const std::vector<const k8s::Node*>& nodes, const std::string& configured);
+
 // "k=v,k2=v2" or "k" (label present) -> map; an error names the bad term.
 Result<k8s::StringMap> ParseSelector(const std::string& text);
 

@@ -14,16 +14,6 @@ namespace {
 
 using k8s::Pod;
 
-// Topology labels tried in order when --topology-label is not given (formats.md section 5).
-// AWS: layer-1 is the top of the network hierarchy, so pods under different layer-1 nodes are
-// certainly in different blocks.
-constexpr const char* kTopologyLabels[] = {
-    "cloud.google.com/gce-topology-block",
-    "network.topology.nvidia.com/block",
-    "topology.k8s.aws/network-node-layer-1",
-    "topology.kubernetes.io/zone",
-};
-
 const std::string* Label(const k8s::StringMap& labels, const char* key) {
   auto it = labels.find(key);
   return it == labels.end() ? nullptr : &it->second;
@@ -213,18 +203,9 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
       }
     }
     // Placement: topology blocks and nodes without the fabric.
-    std::string label = opt.topology_label;
-    if (label.empty()) {
-      for (const char* candidate : kTopologyLabels) {
-        bool all = std::all_of(j.nodes.begin(), j.nodes.end(), [&](const std::string& n) {
-          return nodes.count(n) && nodes.at(n)->labels.count(candidate);
-        });
-        if (all && !j.nodes.empty()) {
-          label = candidate;
-          break;
-        }
-      }
-    }
+    std::vector<const k8s::Node*> job_nodes;
+    for (const auto& n : j.nodes) job_nodes.push_back(nodes.count(n) ? nodes.at(n) : nullptr);
+    std::string label = TopologyLabel(job_nodes, opt.topology_label);
     if (!label.empty()) {
       std::map<std::string, int> blocks;
       for (const auto& n : j.nodes) {

@@ -5,11 +5,14 @@
 namespace tocsin::k8s::internal {
 namespace {
 
-bool JobLabel(std::string_view k) {
+bool TocsinKey(std::string_view k) { return k.rfind("tocsin.io/", 0) == 0; }
+bool PodLabel(std::string_view k) {
   return k.rfind("training.kubeflow.org/", 0) == 0 || k.rfind("jobset.sigs.k8s.io/", 0) == 0 ||
-         k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name";
+         k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name" || TocsinKey(k);
 }
-bool NetworkAnnotation(std::string_view k) { return k == "k8s.v1.cni.cncf.io/networks"; }
+bool KeptAnnotation(std::string_view k) {
+  return k == "k8s.v1.cni.cncf.io/networks" || TocsinKey(k);
+}
 bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
 bool InterestingEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
 
@@ -40,8 +43,8 @@ Err DecodeMetadata(od::value v, Metadata& m) {
     if (k == "name") return String(f, m.name);
     if (k == "namespace") return String(f, m.ns);
     if (k == "uid") return String(f, m.uid);
-    if (k == "labels") return m.all_labels ? Map(f, m.labels) : Map(f, m.labels, JobLabel);
-    if (k == "annotations") return Map(f, m.annotations, NetworkAnnotation);
+    if (k == "labels") return m.all_labels ? Map(f, m.labels) : Map(f, m.labels, PodLabel);
+    if (k == "annotations") return Map(f, m.annotations, KeptAnnotation);
     if (k == "creationTimestamp") return Time(f, m.created);
     if (k == "ownerReferences") {
       return Each(f, [&](od::value o) -> Err {
@@ -105,6 +108,23 @@ Err DecodeContainer(od::value v, std::vector<Container>& out,
   return e;
 }
 
+// A ContainerStateTerminated; `message` may be null (not kept).
+Err DecodeTerminated(od::value v, std::string& reason, std::optional<int64_t>& exit_code,
+                     std::optional<TimePoint>& finished, std::string* message) {
+  return Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "reason") return String(f, reason);
+    if (k == "message" && message != nullptr) return String(f, *message);
+    if (k == "finishedAt") return Time(f, finished);
+    if (k == "exitCode") {
+      int64_t code = 0;
+      Err ce = Int(f, code);
+      if (!ce) exit_code = code;
+      return ce;
+    }
+    return {};
+  });
+}
+
 Err DecodeContainerStatus(od::value v, std::vector<ContainerStatus>& out) {
   ContainerStatus s;
   Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
@@ -114,6 +134,10 @@ Err DecodeContainerStatus(od::value v, std::vector<ContainerStatus>& out) {
     if (k == "ready") return Bool(f, s.ready);
     if (k == "state") {
       return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
+        if (sk == "terminated") {
+          return DecodeTerminated(sv, s.terminated_reason, s.exit_code, s.finished,
+                                  &s.termination_message);
+        }
         if (sk != "waiting") return {};
         return Fields(sv, [&](std::string_view wk, od::value wv) -> Err {
           if (wk == "reason") return String(wv, s.waiting_reason);
@@ -125,17 +149,8 @@ Err DecodeContainerStatus(od::value v, std::vector<ContainerStatus>& out) {
     if (k == "lastState") {
       return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
         if (sk != "terminated") return {};
-        return Fields(sv, [&](std::string_view tk, od::value tv) -> Err {
-          if (tk == "reason") return String(tv, s.last_terminated_reason);
-          if (tk == "finishedAt") return Time(tv, s.last_terminated_finished);
-          if (tk == "exitCode") {
-            int64_t code = 0;
-            Err ce = Int(tv, code);
-            if (!ce) s.last_exit_code = code;
-            return ce;
-          }
-          return {};
-        });
+        return DecodeTerminated(sv, s.last_terminated_reason, s.last_exit_code,
+                                s.last_terminated_finished, nullptr);
       });
     }
     return {};
@@ -170,6 +185,9 @@ Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p) {
   }
   return Fields(spec_or_status, [&](std::string_view k, od::value f) -> Err {
     if (k == "phase") return String(f, p.phase);
+    if (k == "reason") return String(f, p.reason);
+    if (k == "message") return String(f, p.message);
+    if (k == "podIP") return String(f, p.pod_ip);
     if (k == "conditions") {
       return Each(f, [&](od::value c) { return DecodeCondition(c, p.conditions); });
     }
@@ -273,6 +291,11 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     pod.annotations = std::move(meta.annotations);
     pod.created = meta.created;
     pod.owners = std::move(meta.owners);
+    // Termination messages (up to 4 KiB each) are kept for tocsin's canaries only: a 100,000-pod
+    // cluster's would not fit beside the rest.
+    if (!pod.labels.count("tocsin.io/canary-round")) {
+      for (auto& st : pod.statuses) std::string().swap(st.termination_message);
+    }
     out.pods.push_back(std::move(pod));
   } else if (kind == "Node") {
     node.name = meta.name;

@@ -27,6 +27,39 @@ TEST(DecodeTest, ListWithMixedKindsAndOmittedCounters) {
   EXPECT_EQ(s.other_kinds.at("Service"), 1);
 }
 
+// What a canary's judge reads of a pod; a termination message only for tocsin's canaries.
+TEST(DecodeTest, CanaryPodFieldsAndTerminationMessagesOfCanariesOnly) {
+  Snapshot s;
+  const char* pods = R"({"kind":"PodList","items":[
+    {"metadata":{"name":"c","namespace":"tocsin","labels":{"tocsin.io/canary-round":"r1",
+       "tocsin.io/canary-rank":"0","app":"x"},"annotations":{"tocsin.io/canary-node":"n0","a":"b"}},
+     "status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"no devices",
+       "podIP":"10.0.0.5","containerStatuses":[{"name":"bench","state":{"terminated":{
+         "exitCode":1,"reason":"Error","message":"{\"v\":1}","finishedAt":"2026-12-01T00:00:00Z"}},
+         "lastState":{"terminated":{"exitCode":2,"reason":"Error"}}}]}},
+    {"metadata":{"name":"other","namespace":"team"},
+     "status":{"containerStatuses":[{"name":"x","state":{"terminated":{"exitCode":0,
+       "message":"not kept"}}}]}}]})";
+  Status st = DecodeJson(pods, "pods.json", s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(s.pods.size(), 2u);
+  const Pod& c = s.pods[0];
+  EXPECT_EQ(c.labels.at("tocsin.io/canary-rank"), "0");
+  EXPECT_EQ(c.labels.count("app"), 0u);
+  EXPECT_EQ(c.annotations.at("tocsin.io/canary-node"), "n0");
+  EXPECT_EQ(c.annotations.count("a"), 0u);
+  EXPECT_EQ(c.reason, "UnexpectedAdmissionError");
+  EXPECT_EQ(c.message, "no devices");
+  EXPECT_EQ(c.pod_ip, "10.0.0.5");
+  ASSERT_EQ(c.statuses.size(), 1u);
+  EXPECT_EQ(c.statuses[0].exit_code, 1);
+  EXPECT_EQ(c.statuses[0].termination_message, "{\"v\":1}");
+  EXPECT_TRUE(c.statuses[0].finished.has_value());
+  EXPECT_EQ(c.statuses[0].last_exit_code, 2);
+  EXPECT_EQ(s.pods[1].statuses[0].exit_code, 0);
+  EXPECT_EQ(s.pods[1].statuses[0].termination_message, "");
+}
+
 // A device plugin's config: the DaemonSet's ConfigMap volumes and arguments, and the ConfigMap's
 // entries that hold a plugin config (the others are dropped).
 TEST(DecodeTest, DevicePluginConfigMapsAndArgs) {

@@ -51,12 +51,20 @@ struct ContainerStatus {
   std::string last_terminated_reason;
   std::optional<int64_t> last_exit_code;
   std::optional<TimePoint> last_terminated_finished;
+  // state.terminated: how the container ended (a canary's verdict is its message).
+  std::string terminated_reason;
+  std::optional<int64_t> exit_code;
+  std::optional<TimePoint> finished;
+  std::string termination_message;  // kept for tocsin's canary pods only
 };
 
 struct Pod {
   std::string ns, name, uid, node_name, phase;
-  StringMap labels;       // job-grouping labels only (training.kubeflow.org/, jobset..., job-name)
-  StringMap annotations;  // k8s.v1.cni.cncf.io/networks only
+  std::string reason, message;  // status.reason/message (the kubelet's UnexpectedAdmissionError)
+  std::string pod_ip;
+  // Job-grouping labels only (training.kubeflow.org/, jobset..., job-name) and tocsin.io/ ones.
+  StringMap labels;
+  StringMap annotations;  // k8s.v1.cni.cncf.io/networks and tocsin.io/ ones only
   std::optional<TimePoint> created;
   std::vector<OwnerRef> owners;
   std::vector<Container> containers;
