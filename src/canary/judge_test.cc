@@ -1,0 +1,171 @@
+#include "canary/judge.h"
+
+#include <gtest/gtest.h>
+
+namespace tocsin::canary {
+namespace {
+
+using Kind = Judgement::Kind;
+using std::chrono::seconds;
+
+const TimePoint kT0 = TimePoint(seconds(1'800'000'000));
+
+k8s::Pod PodAt(TimePoint created) {
+  k8s::Pod p;
+  p.ns = "tocsin";
+  p.name = "tocsin-canary-r-0-r0-abcde";
+  p.phase = "Pending";
+  p.created = created;
+  return p;
+}
+
+RankView View(int rank, const k8s::Pod* pod, std::string node) {
+  RankView v;
+  v.rank = rank;
+  v.planned_node = std::move(node);
+  v.job_created = kT0;
+  v.pod = pod;
+  return v;
+}
+
+k8s::Pod Ended(int exit, std::string message, std::string node) {
+  k8s::Pod p = PodAt(kT0);
+  p.node_name = std::move(node);
+  p.phase = exit == 0 ? "Succeeded" : "Failed";
+  k8s::ContainerStatus st;
+  st.name = "bench";
+  st.exit_code = exit;
+  st.finished = kT0 + seconds(20);
+  st.termination_message = std::move(message);
+  p.statuses.push_back(st);
+  return p;
+}
+
+std::string VerdictJson(int rank, int exit, const char* transport, const char* rdma,
+                        const std::string& findings) {
+  return std::string("{\"v\":1,\"rank\":") + std::to_string(rank) +
+         ",\"world\":2,\"exit\":" + std::to_string(exit) + ",\"transport\":\"" + transport +
+         "\",\"provider\":\"tcp\",\"rdma\":" + rdma +
+         ",\"tests\":[{\"test\":\"p2p\",\"busbw\":11.5,\"algbw\":11.5,\"bytes\":65536},"
+         "{\"test\":\"allreduce\",\"busbw\":9.25,\"algbw\":4.6,\"bytes\":65536}],"
+         "\"ranks\":[{\"rank\":0,\"host\":\"h0\",\"node\":\"n0\"},{\"rank\":1,\"host\":\"h1\","
+         "\"node\":\"n1\"}],\"findings\":[" + findings + "],\"trimmed\":0}";
+}
+
+TEST(CanaryJudge, PendingPastTheDeadlineCarriesTheSchedulersWords) {
+  k8s::Pod pod = PodAt(kT0);
+  pod.conditions.push_back({"PodScheduled", "False", "Unschedulable",
+                            "0/4 nodes are available: 2 Insufficient rdma/hca_shared_devices_a, 2 "
+                            "node(s) didn't match node selector.", kT0});
+  JudgeOptions o;
+  RankView v = View(0, &pod, "n0");
+  Judgement early = JudgeRank(v, o, kT0 + seconds(60));
+  EXPECT_EQ(early.kind, Kind::kWait);
+  EXPECT_EQ(early.pending_since, kT0);
+  Judgement j = JudgeRank(v, o, kT0 + seconds(121));
+  ASSERT_EQ(j.kind, Kind::kNodeFault);
+  EXPECT_EQ(j.check, "canary.unschedulable");
+  EXPECT_EQ(j.node, "n0");
+  EXPECT_NE(j.message.find("Insufficient rdma/hca_shared_devices_a"), std::string::npos);
+  EXPECT_EQ(j.evidence["causes"]["Insufficient rdma/hca_shared_devices_a"], 2);
+  EXPECT_EQ(j.evidence["nodes"], 4);
+}
+
+TEST(CanaryJudge, EachStuckStageIsNamedByItsCause) {
+  JudgeOptions o;
+  TimePoint late = kT0 + seconds(300);
+  // No pod at all: a queue or a quota.
+  RankView none = View(0, nullptr, "n0");
+  EXPECT_EQ(JudgeRank(none, o, late).check, "canary.admission");
+  // Scheduled, the sandbox never came up.
+  k8s::Pod sandbox = PodAt(kT0);
+  sandbox.node_name = "n0";
+  k8s::ContainerStatus waiting;
+  waiting.waiting_reason = "ContainerCreating";
+  sandbox.statuses.push_back(waiting);
+  RankView sb = View(0, &sandbox, "n0");
+  sb.sandbox_events = {"networkPlugin cni failed: Multus: cannot find a network-attachment-"
+                       "definition (rdma-net)"};
+  Judgement s = JudgeRank(sb, o, late);
+  EXPECT_EQ(s.check, "canary.sandbox");
+  EXPECT_NE(s.message.find("rdma-net"), std::string::npos);
+  // The image.
+  k8s::Pod image = sandbox;
+  image.statuses[0].waiting_reason = "ImagePullBackOff";
+  EXPECT_EQ(JudgeRank(View(0, &image, "n0"), o, late).check, "canary.image");
+  // The kubelet refused it.
+  k8s::Pod refused = PodAt(kT0);
+  refused.node_name = "n0";
+  refused.phase = "Failed";
+  refused.reason = "UnexpectedAdmissionError";
+  refused.message = "Allocate failed due to no healthy devices present";
+  Judgement r = JudgeRank(View(0, &refused, "n0"), o, kT0 + seconds(5));
+  EXPECT_EQ(r.kind, Kind::kNodeFault);
+  EXPECT_EQ(r.check, "canary.node-admission");
+  // Placed elsewhere than planned.
+  k8s::Pod moved = sandbox;
+  moved.node_name = "n9";
+  EXPECT_EQ(JudgeRank(View(0, &moved, "n0"), o, kT0).check, "canary.placement");
+}
+
+TEST(CanaryJudge, TcpWhileRdmaIsRequiredIsNotRdmaEvenWithBandwidth) {
+  JudgeOptions o;  // expect rdma
+  k8s::Pod p0 = Ended(0, VerdictJson(0, 0, "tcp", "false", ""), "n0");
+  k8s::Pod p1 = Ended(0, VerdictJson(1, 0, "tcp", "false", ""), "n1");
+  Judgement j = JudgePair(View(0, &p0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(30));
+  ASSERT_EQ(j.kind, Kind::kPairFault);
+  EXPECT_EQ(j.check, "canary.transport.not-rdma");
+  EXPECT_NE(j.message.find("although it measured"), std::string::npos) << j.message;
+  EXPECT_EQ(j.evidence["busbw_gbps"]["p2p"], 11.5);
+  // The same run passes where TCP is what is expected.
+  o.expect = "tcp";
+  EXPECT_EQ(JudgePair(View(0, &p0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(30)).kind,
+            Kind::kPass);
+  // And a floor it does not reach is canary.busbw.low.
+  o.min_busbw = 10;
+  Judgement low = JudgePair(View(0, &p0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(30));
+  EXPECT_EQ(low.check, "canary.busbw.low");
+}
+
+TEST(CanaryJudge, ARefusedRdmaRunAndARankWithoutAVerdict) {
+  JudgeOptions o;
+  std::string refusal =
+      "{\"check\":\"net.transport.not-rdma\",\"severity\":\"error\",\"subject\":\"rank 0\","
+      "\"message\":\"the data path is tcp: not RDMA\"}";
+  k8s::Pod p0 = Ended(1, VerdictJson(0, 1, "fabric", "false", refusal), "n0");
+  k8s::Pod p1 = Ended(1, "", "n1");
+  Judgement j = JudgePair(View(0, &p0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(30));
+  EXPECT_EQ(j.check, "canary.transport.not-rdma");
+  // No verdict at all (the container crashed, or wrote junk).
+  k8s::Pod junk0 = Ended(139, "Segmentation fault", "n0");
+  Judgement r = JudgePair(View(0, &junk0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(30));
+  EXPECT_EQ(r.kind, Kind::kPairFault);
+  EXPECT_EQ(r.check, "canary.rank-failed");
+  EXPECT_NE(r.message.find("139"), std::string::npos);
+}
+
+TEST(CanaryJudge, WaitsForRankOneUntilTheGraceEnds) {
+  JudgeOptions o;
+  o.expect = "tcp";
+  k8s::Pod p0 = Ended(0, VerdictJson(0, 0, "tcp", "false", ""), "n0");
+  k8s::Pod p1 = PodAt(kT0);
+  p1.node_name = "n1";
+  p1.phase = "Running";
+  EXPECT_EQ(JudgePair(View(0, &p0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(30)).kind,
+            Kind::kWait);
+  // Rank 0's verdict decides once the grace is over.
+  EXPECT_EQ(JudgePair(View(0, &p0, "n0"), View(1, &p1, "n1"), o, kT0 + seconds(200)).kind,
+            Kind::kPass);
+}
+
+TEST(CanaryJudge, ARankReportingAnotherNodeIsMisplaced) {
+  JudgeOptions o;
+  o.expect = "tcp";
+  k8s::Pod p0 = Ended(0, VerdictJson(0, 0, "tcp", "false", ""), "n0");
+  k8s::Pod p1 = Ended(0, VerdictJson(1, 0, "tcp", "false", ""), "n1");
+  Judgement j = JudgePair(View(0, &p0, "n0"), View(1, &p1, "n7"), o, kT0 + seconds(30));
+  EXPECT_EQ(j.check, "canary.placement");
+}
+
+}  // namespace
+}  // namespace tocsin::canary
