@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/canary_flags.h"
 #include "cli/daemon_flags.h"
 #include "cli/report_flags.h"
 #include "controller/controller.h"
@@ -32,6 +33,7 @@ struct ControllerFlags {
   std::string event_namespace = "default";
   bool no_events = false;
   AuditCheckFlags checks;
+  CanaryFlags canary;
 };
 
 int g_stop_pipe[2] = {-1, -1};
@@ -91,6 +93,7 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   o.stop = &g_stop;
   o.event_namespace = f.event_namespace;
   TOCSIN_RETURN_IF_ERROR(f.checks.Apply(o.audit));
+  TOCSIN_RETURN_IF_ERROR(f.canary.Apply(o.canary, o.audit.topology_label));
   return o;
 }
 
@@ -173,6 +176,7 @@ Command AddControllerCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_flag("--no-events", f->no_events, "Post no Events (metrics only)");
   f->checks.AddTo(cmd);
+  f->canary.AddTo(cmd);
   return {cmd, [f] { return RunController(*f); }};
 }
 

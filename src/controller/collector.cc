@@ -12,12 +12,14 @@ using prometheus::MetricType;
 
 Controller::Collector::Collector(const std::vector<std::unique_ptr<Informer>>* informers,
                                  std::mutex* informers_mu, const ObjectCache* cache,
-                                 std::function<bool()> leader, std::chrono::milliseconds resync)
+                                 std::function<bool()> leader, std::chrono::milliseconds resync,
+                                 std::vector<std::string> check_ids)
     : informers_(informers),
       informers_mu_(informers_mu),
       resync_(resync),
       cache_(cache),
-      leader_(std::move(leader)) {}
+      leader_(std::move(leader)),
+      check_ids_(std::move(check_ids)) {}
 
 void Controller::Collector::Publish(std::shared_ptr<const Published> published) {
   std::lock_guard lock(mu_);
@@ -98,7 +100,7 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
            "1 ok, 0 failing (a finding at warning or above), -1 unknown (an informer not synced "
            "or a watch down).",
            MetricType::Gauge);
-  for (const std::string& id : audit::CheckIds()) {
+  for (const std::string& id : check_ids_) {
     f.Add({{"check", id}}, !known ? -1 : failing.count(id) ? 0 : 1);
   }
   f.Family("tocsin_finding", "1 for every active finding.", MetricType::Gauge);

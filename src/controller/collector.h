@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "controller/controller.h"
@@ -17,7 +18,7 @@ class Controller::Collector : public prometheus::Collectable {
  public:
   Collector(const std::vector<std::unique_ptr<Informer>>* informers, std::mutex* informers_mu,
             const ObjectCache* cache, std::function<bool()> leader,
-            std::chrono::milliseconds resync);
+            std::chrono::milliseconds resync, std::vector<std::string> check_ids);
   std::vector<prometheus::MetricFamily> Collect() const override;
   void Publish(std::shared_ptr<const Published> published);
 
@@ -27,6 +28,7 @@ class Controller::Collector : public prometheus::Collectable {
   std::chrono::milliseconds resync_;
   const ObjectCache* cache_;
   std::function<bool()> leader_;
+  std::vector<std::string> check_ids_;  // a tocsin_check_status series each
   mutable std::mutex mu_;
   std::shared_ptr<const Published> published_ = std::make_shared<Published>();
 };

@@ -74,6 +74,14 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
 
 Controller::~Controller() { Shutdown(); }
 
+std::vector<std::string> Controller::CheckIds() const {
+  std::vector<std::string> ids = audit::CheckIds();
+  if (options_.canary.enabled) {
+    ids.insert(ids.end(), canary::CheckIds().begin(), canary::CheckIds().end());
+  }
+  return ids;
+}
+
 void Controller::CountRequest(const std::string& method, const std::string& path, long status) {
   requests_family_
       ->Add({{"verb", Verb(method, path)}, {"code", status ? std::to_string(status) : "error"}})
@@ -143,6 +151,13 @@ Status Controller::Discover() {
         std::move(client), [this] { return !elector_ || elector_->leader(); }, events_family_,
         events_dropped_);
   }
+  if (options_.canary.enabled) {
+    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+    canary_ = std::make_unique<CanaryRunner>(
+        options_.canary, std::move(client), &cache_, options_.audit,
+        [this] { return !elector_ || elector_->leader(); }, poster_.get(),
+        options_.lease.identity, [this] { Wake(); });
+  }
   std::vector<std::string> names;
   for (const auto& r : resources_) names.push_back(r.name);
   Log("API server " + access_.server + " (" + access_.origin + "); watching " + Join(names, ", "));
@@ -198,8 +213,9 @@ Status Controller::StartHttp() {
   collector_ = std::make_shared<Collector>(
       &informers_, &informers_mu_, &cache_,
       [this] { return !options_.leader_elect || (elector_ && elector_->leader()); },
-      options_.resync);
+      options_.resync, CheckIds());
   server_->AddCollectable(collector_);
+  if (canary_) server_->AddCollectable(canary_->collectable());
   TOCSIN_RETURN_IF_ERROR(server_->Start(options_.listen_host, options_.listen_port));
   Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
       std::to_string(server_->port()));
@@ -225,6 +241,7 @@ Status Controller::Loop(int stop_fd) {
   } else {
     leader_ = true;
   }
+  if (canary_) canary_->Start();
   bool dirty = false;
   auto last = std::chrono::steady_clock::now() - options_.resync;
   bool evaluated = false;
@@ -340,6 +357,10 @@ void Controller::Evaluate() {
     audit::Options with = audit::WithPluginConfig(s, opt);
     return audit::Run(s, with);
   });
+  if (canary_) {
+    std::vector<Finding> more = canary_->Findings();
+    std::move(more.begin(), more.end(), std::back_inserter(findings));
+  }
   std::vector<Transition> transitions = tracker_.Update(findings, opt.now, options_.clear_after);
   // /metrics first: a slow Events API never delays a page.
   auto p = std::make_shared<Published>();
@@ -391,6 +412,7 @@ void Controller::Shutdown() {
     std::lock_guard lock(informers_mu_);
     for (auto& inf : informers_) inf->RequestStop();  // all at once: each aborts within ~1 s
   }
+  if (canary_) canary_->Stop();  // before the poster it enqueues to
   if (poster_) poster_->Stop();
   {
     std::lock_guard lock(informers_mu_);

@@ -17,6 +17,7 @@
 #include "agent/metrics_server.h"
 #include "audit/checks.h"
 #include "controller/cache.h"
+#include "controller/canary_runner.h"
 #include "controller/event_poster.h"
 #include "controller/informer.h"
 #include "controller/lease.h"
@@ -46,6 +47,7 @@ struct ControllerOptions {
   const std::atomic<bool>* stop = nullptr;
   size_t max_events_per_evaluation = 50;  // more transitions at once are counted, not posted
   size_t max_state_bytes = 200 << 10;     // the Lease annotation (the API allows 256 KiB in all)
+  CanaryOptions canary;                   // --canary-* (off unless --canary)
 };
 
 // A finding as /metrics shows it (no message or evidence: a scrape copies nothing big).
@@ -80,6 +82,8 @@ class Controller {
   void Shutdown();
 
   int port() const { return server_ ? server_->port() : 0; }
+  // The check ids /metrics gives a status: the audit's, and the canaries' when they run.
+  std::vector<std::string> CheckIds() const;
 
   class Collector;
 
@@ -104,6 +108,7 @@ class Controller {
   int resyncs_ = 0;
   std::unique_ptr<EventPoster> poster_;
   std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<CanaryRunner> canary_;
   std::unique_ptr<k8s::ApiClient> client_;  // the evaluation thread's: ConfigMaps, Events
   FindingTracker tracker_;
   bool events_armed_ = false;

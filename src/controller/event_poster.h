@@ -21,9 +21,11 @@
 namespace tocsin::controller {
 
 // The Event a transition posts, on the object its finding names: a DaemonSet (daemonset.*),
-// a Pod (pod.*), a Node (node.*, daemonset.coverage of a node; in `event_namespace`), the job's
+// a Pod (pod.*), a Node (node.*, daemonset.coverage of a node, a canary.* finding that blames a
+// node; in `event_namespace`), the job's
 // top object (job.*: Job, JobSet, PyTorchJob or MPIJob). None for subjects with no object
-// ("cluster", "nodes"), for an object the cache does not hold (a cleared finding's object may be
+// ("cluster", "nodes", "canary", a canary's "pair/A/B" or "blocks/A/B": the canary's Job got
+// its Event when it was judged), for an object the cache does not hold (a cleared finding's object may be
 // gone; a name from anywhere else must not get an Event), or a job kind that is not cached.
 std::optional<k8s::EventSpec> EventFor(const Transition& t, const ObjectCache& cache,
                                        const std::string& event_namespace,

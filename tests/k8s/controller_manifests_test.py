@@ -158,6 +158,49 @@ class ManifestsTest(unittest.TestCase):
                                                  "targetPort": "metrics", "protocol": "TCP"}])
 
 
+# canary-rbac.yaml: what `--canary` adds, in the controller's namespace only.
+CANARY_ROLE = "Role/tocsin/tocsin-controller-canary"
+EXPECTED_CANARY_RIGHTS = {
+    (CANARY_ROLE, "batch", "jobs", "create", "*"),
+    (CANARY_ROLE, "batch", "jobs", "delete", "*"),
+    (CANARY_ROLE, "", "configmaps", "create", "*"),
+    (CANARY_ROLE, "", "configmaps", "get", "tocsin-canary"),
+    (CANARY_ROLE, "", "configmaps", "update", "tocsin-canary"),
+    (CANARY_ROLE, "", "secrets", "create", "*"),
+    (CANARY_ROLE, "", "secrets", "get", "tocsin-canary-token"),
+    (CANARY_ROLE, "", "events", "list", "*"),
+}
+
+
+class CanaryRbacTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(DEPLOY, "canary-rbac.yaml")) as f:
+            cls.docs = {key(d): d for d in yaml.safe_load_all(f) if d}
+
+    def test_exactly_these_rights_in_its_own_namespace(self):
+        self.assertEqual(set(self.docs), {CANARY_ROLE, "RoleBinding/tocsin/tocsin-controller-canary",
+                                          "PriorityClass/tocsin-canary"})
+        granted = set()
+        for rule in self.docs[CANARY_ROLE]["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        for name in rule.get("resourceNames") or ["*"]:
+                            granted.add((CANARY_ROLE, group, resource, verb, name))
+        self.assertEqual(granted, EXPECTED_CANARY_RIGHTS)
+        b = self.docs["RoleBinding/tocsin/tocsin-controller-canary"]
+        self.assertEqual(b["roleRef"]["name"], "tocsin-controller-canary")
+        self.assertEqual([(s["kind"], s["name"], s["namespace"]) for s in b["subjects"]],
+                         [("ServiceAccount",) + SA])
+
+    def test_canaries_never_preempt(self):
+        pc = self.docs["PriorityClass/tocsin-canary"]
+        self.assertLess(pc["value"], 0)
+        self.assertEqual(pc["preemptionPolicy"], "Never")
+        self.assertFalse(pc["globalDefault"])
+
+
 class AlertsTest(unittest.TestCase):
     """alerts_test.yaml tests every rule of alerts.yaml firing and quiet (promtool runs them)."""
 

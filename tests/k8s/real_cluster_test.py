@@ -435,7 +435,17 @@ class RbacTest(ClusterTestCase):
         for verb in ("get", "update"):
             self.assertTrue(can(verb, "leases", "tocsin", "tocsin-controller",
                                 group="coordination.k8s.io"))
+        # canary-rbac.yaml (applied with every manifest): Jobs, the anchor ConfigMap and the
+        # token Secret in its own namespace, by name where RBAC can say so.
+        for verb in ("create", "delete"):
+            self.assertTrue(can(verb, "jobs", "tocsin", group="batch"))
+        self.assertTrue(can("update", "configmaps", "tocsin", "tocsin-canary"))
+        self.assertTrue(can("get", "secrets", "tocsin", "tocsin-canary-token"))
+        self.assertTrue(can("list", "events", "tocsin"))
         denied = [("list", "configmaps", "", "", ""), ("get", "secrets", "tocsin", "x", ""),
+                  ("create", "jobs", "default", "", "batch"), ("delete", "jobs", "team", "x", "batch"),
+                  ("update", "configmaps", "tocsin", "other", ""), ("list", "secrets", "tocsin", "", ""),
+                  ("list", "events", "default", "", ""),
                   ("delete", "pods", "tocsin", "x", ""), ("patch", "nodes", "", "gpu-node-01", ""),
                   ("update", "daemonsets", "kube-system", "x", "apps"),
                   ("update", "leases", "tocsin", "another", "coordination.k8s.io"),

@@ -2,6 +2,7 @@
 watch of the pods bound to it."""
 
 import hashlib
+import json
 import os
 import time
 import urllib.parse
@@ -66,6 +67,21 @@ class Node:
         for c in (node.get("status") or {}).get("conditions") or []:
             self.conditions[c["type"]] = c
 
+    def advertised(self):
+        """Capacity and allocatable, with what the tests override in STATE/node-overrides.json
+        ({"NODE": {"allocatable": {"rdma/x": "0"}}}: a device plugin that stopped advertising),
+        read at every heartbeat."""
+        capacity, allocatable = dict(self.capacity), dict(self.allocatable)
+        try:
+            with open(os.path.join(self.k.state, "node-overrides.json")) as f:
+                mine = json.load(f).get(self.name) or {}
+        except (OSError, ValueError, AttributeError):
+            mine = {}
+        for res, qty in (mine.get("allocatable") or {}).items():
+            allocatable[str(res)] = str(qty)
+            capacity.setdefault(str(res), str(qty))
+        return capacity, allocatable
+
     def heartbeat(self):
         now = time.time()
         conds = []
@@ -78,7 +94,8 @@ class Node:
             ltt = prev["lastTransitionTime"] if prev and prev.get("status") == status else rfc3339(now)
             conds.append({"type": ctype, "status": status, "reason": reason, "message": msg,
                           "lastHeartbeatTime": rfc3339(now), "lastTransitionTime": ltt})
-        status = {"capacity": self.capacity, "allocatable": self.allocatable,
+        capacity, allocatable = self.advertised()
+        status = {"capacity": capacity, "allocatable": allocatable,
                   "nodeInfo": self.node_info(),
                   "addresses": [{"type": "InternalIP", "address": self.address},
                                 {"type": "Hostname", "address": self.name}],

@@ -1,0 +1,419 @@
+#include "controller/canary_runner.h"
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "base/strings.h"
+#include "controller/canary_metrics.h"
+#include "controller/log.h"
+
+namespace tocsin::controller {
+
+using nlohmann::json;
+using Kind = canary::Judgement::Kind;
+
+namespace {
+
+std::string Base36(uint64_t v) {
+  const char* digits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string out;
+  do {
+    out.insert(out.begin(), digits[v % 36]);
+    v /= 36;
+  } while (v);
+  return out;
+}
+
+std::string Escape(const std::string& s) {  // a label selector or field selector in a query
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+bool Terminal(const k8s::Pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+bool Accelerator(const std::string& res) {
+  return res == "nvidia.com/gpu" || res == "amd.com/gpu" || res.rfind("nvidia.com/mig-", 0) == 0;
+}
+
+}  // namespace
+
+CanaryRunner::CanaryRunner(CanaryOptions options, std::unique_ptr<k8s::ApiClient> client,
+                           const ObjectCache* cache, audit::Options audit,
+                           std::function<bool()> leader, EventPoster* poster,
+                           std::string instance, std::function<void()> changed)
+    : options_(std::move(options)),
+      client_(std::move(client)),
+      cache_(cache),
+      audit_(std::move(audit)),
+      leader_(std::move(leader)),
+      poster_(poster),
+      instance_(std::move(instance)),
+      changed_(std::move(changed)),
+      metrics_(std::make_shared<Metrics>()) {
+  if (options_.stale_after.count() == 0) options_.stale_after = 3 * options_.interval;
+  if (options_.seed == 0) {
+    options_.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  }
+  client_->SetAbort(&stop_);
+}
+
+CanaryRunner::~CanaryRunner() { Stop(); }
+
+std::shared_ptr<prometheus::Collectable> CanaryRunner::collectable() { return metrics_; }
+
+void CanaryRunner::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void CanaryRunner::Stop() {
+  {
+    std::lock_guard lock(wait_mu_);
+    stop_ = true;
+  }
+  wait_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<Finding> CanaryRunner::Findings() const {
+  std::lock_guard lock(mu_);
+  return findings_;
+}
+
+void CanaryRunner::Run() {
+  while (!stop_) {
+    Step(Clock::now());
+    std::unique_lock lock(wait_mu_);
+    wait_cv_.wait_for(lock, options_.tick, [&] { return stop_.load(); });
+  }
+}
+
+void CanaryRunner::Step(TimePoint now) {
+  if (!leader_()) {
+    // A follower forgets the round (the leader owns it) and reads the history now and then, so
+    // that its findings are the leader's.
+    adopted_ = false;
+    round_.reset();
+    auto steady = std::chrono::steady_clock::now();
+    if (steady - last_load_ >= std::chrono::seconds(30) || last_load_ == decltype(last_load_){}) {
+      last_load_ = steady;
+      if (Status st = LoadState(); !st.ok() && st.code() != StatusCode::kNotFound) {
+        Log("canary: the history cannot be read: " + st.message());
+      }
+    }
+    Rebuild(now);
+    return;
+  }
+  if (!adopted_) {
+    if (Status st = Adopt(now); !st.ok()) {
+      SetupProblem(st.message());
+      Rebuild(now);
+      return;
+    }
+    adopted_ = true;
+    SetupProblem("");
+  }
+  if (round_) Advance(now);
+  if (!round_ && (!last_round_start_ || now - *last_round_start_ >= options_.interval)) Plan(now);
+  Rebuild(now);
+}
+
+void CanaryRunner::SetupProblem(const std::string& what) {
+  if (what == setup_problem_) return;
+  if (!what.empty()) Log("canary: " + what);
+  setup_problem_ = what;
+  if (what.empty()) {
+    setup_since_.reset();
+  } else if (!setup_since_) {
+    setup_since_ = Clock::now();
+  }
+}
+
+void CanaryRunner::DeleteJob(const std::string& name) {
+  auto r = client_->Send("DELETE",
+                         "/apis/batch/v1/namespaces/" + options_.job.ns + "/jobs/" + name,
+                         R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})",
+                         "application/json");
+  if (!r.ok() && r.status().code() != StatusCode::kNotFound) {
+    Log("canary: deleting Job " + name + ": " + r.status().message());
+  }
+}
+
+Status CanaryRunner::CreateRank(PairRun& pair, int rank, const std::string& coordinator_ip,
+                                TimePoint now) {
+  canary::RankPlan plan{.round = round_->id,
+                        .pair = pair.index,
+                        .rank = rank,
+                        .node = rank == 0 ? pair.a : pair.b,
+                        .partner = rank == 0 ? pair.b : pair.a,
+                        .why = pair.why,
+                        .coordinator_ip = coordinator_ip};
+  json job = canary::JobFor(options_.job, plan);
+  auto body = client_->Send("POST", "/apis/batch/v1/namespaces/" + options_.job.ns + "/jobs",
+                            job.dump(), "application/json");
+  if (!body.ok()) return body.status();
+  json created = json::parse(*body, nullptr, false);
+  RankJob& r = pair.ranks[rank];
+  r.name = canary::JobName(round_->id, pair.index, rank);
+  if (created.is_object()) r.uid = created["metadata"].value("uid", "");
+  r.created = now;
+  return Status::Ok();
+}
+
+std::pair<std::string, std::string> CanaryRunner::Blocks(const std::string& a,
+                                                         const std::string& b) const {
+  std::vector<canary::NodeInfo> all = FabricNodes(nullptr);
+  std::string ba, bb;
+  for (const auto& n : all) {
+    if (n.name == a) ba = n.block;
+    if (n.name == b) bb = n.block;
+  }
+  return {ba, bb};
+}
+
+std::vector<canary::NodeInfo> CanaryRunner::FabricNodes(
+    std::vector<canary::NodeInfo>* eligible) const {
+  std::vector<canary::NodeInfo> all;
+  cache_->Read([&](const k8s::Snapshot& s) {
+    std::set<std::string> busy;
+    if (eligible != nullptr) {
+      for (const auto& p : s.pods) {
+        if (p.node_name.empty() || Terminal(p) || p.labels.count(canary::kCanaryLabel)) continue;
+        for (const auto& c : p.containers) {
+          for (const auto* m : {&c.requests, &c.limits}) {
+            for (const auto& [res, qty] : *m) {
+              if (Accelerator(res) || audit::IsRdmaResource(res, audit_)) busy.insert(p.node_name);
+            }
+          }
+        }
+      }
+    }
+    std::vector<const k8s::Node*> fabric;
+    for (const auto& n : s.nodes) {
+      if (audit::IsFabricNode(n, audit_) || known_fabric_.count(n.name)) fabric.push_back(&n);
+    }
+    std::string label = audit::TopologyLabel(fabric, options_.topology_label);
+    for (const k8s::Node* n : fabric) {
+      std::string block;
+      if (!label.empty() && n->labels.count(label)) block = n->labels.at(label);
+      all.push_back({n->name, block});
+      const k8s::Condition* ready = n->FindCondition("Ready");
+      if (eligible != nullptr && ready && ready->status == "True" && !n->unschedulable &&
+          !busy.count(n->name)) {
+        eligible->push_back({n->name, block});
+      }
+    }
+  });
+  return all;
+}
+
+void CanaryRunner::Plan(TimePoint now) {
+  // The fabric nodes (by label, or seen as such before: a node whose plugin died stays one), their
+  // blocks, and those idle now.
+  std::vector<canary::NodeInfo> eligible;
+  std::vector<canary::NodeInfo> all = FabricNodes(&eligible);
+  for (const auto& n : all) known_fabric_.emplace(n.name, now);
+  canary::PlanOptions po{.max_nodes = options_.max_nodes,
+                         .seed = options_.seed + rounds_,
+                         .now = now,
+                         .window = options_.stale_after};
+  std::vector<canary::PlannedPair> pairs = canary::Plan(eligible, all, history_, po);
+  last_round_start_ = now;  // planned or not, the next try is an interval away
+  metrics_->SetFabric(all.size(), eligible.size());
+  if (pairs.empty()) {
+    Log(fmt::format("canary: no round: {} fabric nodes, {} idle", all.size(), eligible.size()));
+    metrics_->CountRun("skipped");
+    (void)SaveState();
+    return;
+  }
+  Round round;
+  round.id = Base36(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()));
+  round.started = now;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    PairRun p;
+    p.index = static_cast<int>(i);
+    p.a = pairs[i].a;
+    p.b = pairs[i].b;
+    p.why = pairs[i].why;
+    round.pairs.push_back(std::move(p));
+  }
+  round_ = std::move(round);
+  std::vector<std::string> names;
+  for (PairRun& p : round_->pairs) {
+    if (Status st = CreateRank(p, 0, "", now); !st.ok()) {
+      SetupProblem("cannot create the canary Jobs in namespace " + options_.job.ns + ": " +
+                   st.message());
+      for (PairRun& q : round_->pairs) {
+        if (!q.ranks[0].name.empty()) DeleteJob(q.ranks[0].name);
+      }
+      round_.reset();
+      (void)SaveState();
+      return;
+    }
+    names.push_back(p.a + "+" + p.b);
+  }
+  SetupProblem("");
+  Log(fmt::format("canary: round {}: {} pairs ({})", round_->id, round_->pairs.size(),
+                  Join(names, ", ")));
+  (void)SaveState();
+}
+
+std::vector<std::string> CanaryRunner::SandboxEvents(const std::string& pod) {
+  auto steady = std::chrono::steady_clock::now();
+  auto it = sandbox_cache_.find(pod);
+  if (it != sandbox_cache_.end() && steady - it->second.first < std::chrono::seconds(10)) {
+    return it->second.second;
+  }
+  std::vector<std::string> out;
+  auto body = client_->Get("/api/v1/namespaces/" + options_.job.ns + "/events?fieldSelector=" +
+                           Escape("involvedObject.name=" + pod + ",reason=FailedCreatePodSandBox") +
+                           "&limit=20");
+  if (body.ok()) {
+    json list = json::parse(*body, nullptr, false);
+    if (list.is_object() && list.contains("items") && list["items"].is_array()) {
+      for (const json& e : list["items"]) {
+        if (e.is_object() && e.contains("message") && e["message"].is_string()) {
+          out.push_back(e["message"].get<std::string>().substr(0, 1024));
+        }
+      }
+    }
+  }
+  sandbox_cache_[pod] = {steady, out};
+  return out;
+}
+
+void CanaryRunner::Advance(TimePoint now) {
+  // This round's pods, by pair and rank (the newest of each Job).
+  std::map<std::pair<int, int>, k8s::Pod> pods;
+  cache_->Read([&](const k8s::Snapshot& s) {
+    for (const auto& p : s.pods) {
+      if (p.ns != options_.job.ns) continue;
+      auto round = p.labels.find(canary::kRoundLabel);
+      if (round == p.labels.end() || round->second != round_->id) continue;
+      auto pair = ParseInt64(p.labels.count(canary::kPairLabel) ? p.labels.at(canary::kPairLabel) : "");
+      auto rank = ParseInt64(p.labels.count(canary::kRankLabel) ? p.labels.at(canary::kRankLabel) : "");
+      if (!pair || !rank || *rank < 0 || *rank > 1) continue;
+      auto key = std::make_pair(static_cast<int>(*pair), static_cast<int>(*rank));
+      auto it = pods.find(key);
+      if (it == pods.end() || it->second.created < p.created) pods[key] = p;
+    }
+  });
+  std::optional<TimePoint> oldest_pending;
+  bool all_judged = true;
+  std::vector<canary::PairResult> results;  // recorded together: one attribution pass
+  for (PairRun& pair : round_->pairs) {
+    if (pair.judged) continue;
+    canary::RankView views[2];
+    for (int r = 0; r < 2; ++r) {
+      views[r].rank = r;
+      views[r].planned_node = r == 0 ? pair.a : pair.b;
+      if (!pair.ranks[r].name.empty()) views[r].job_created = pair.ranks[r].created;
+      auto it = pods.find({pair.index, r});
+      if (it != pods.end()) {
+        views[r].pod = &it->second;
+        const k8s::Pod& p = it->second;
+        if (!p.node_name.empty() && p.phase == "Pending" && p.created &&
+            now - *p.created >= options_.judge.pending_deadline / 2) {
+          views[r].sandbox_events = SandboxEvents(p.name);
+        }
+      }
+    }
+    // Rank 1 joins once rank 0 listens on its pod IP.
+    if (pair.ranks[1].name.empty() && views[0].pod && views[0].pod->phase == "Running" &&
+        !views[0].pod->pod_ip.empty()) {
+      if (Status st = CreateRank(pair, 1, views[0].pod->pod_ip, now); !st.ok()) {
+        Log("canary: rank 1 of " + pair.a + "+" + pair.b + ": " + st.message());
+      } else {
+        views[1].job_created = pair.ranks[1].created;
+      }
+    }
+    canary::Judgement j = canary::JudgePair(views[0], views[1], options_.judge, now);
+    if (j.kind == Kind::kWait) {
+      all_judged = false;
+      if (j.pending_since && (!oldest_pending || *j.pending_since < *oldest_pending)) {
+        oldest_pending = j.pending_since;
+      }
+      continue;
+    }
+    Finish(pair, j, now, results);
+  }
+  if (!results.empty()) {
+    if (Status st = canary::RecordRound(history_, results, options_.stale_after); !st.ok()) {
+      Log("canary: results not recorded: " + st.message());
+    }
+  }
+  metrics_->SetPending(oldest_pending ? std::chrono::duration<double>(now - *oldest_pending).count()
+                                      : 0.0);
+  if (all_judged) {
+    Log("canary: round " + round_->id + " done");
+    ++rounds_;
+    canary::PruneStale(history_, now, options_.stale_after);
+    round_.reset();
+    sandbox_cache_.clear();
+    (void)SaveState();
+  }
+}
+
+void CanaryRunner::Finish(PairRun& pair, const canary::Judgement& j, TimePoint now,
+                          std::vector<canary::PairResult>& results) {
+  pair.judged = true;
+  std::string outcome = j.kind == Kind::kPass ? "pass" : j.check;
+  metrics_->CountRun(outcome);
+  if (j.kind == Kind::kCanaryFault) {
+    auto it = canary_faults_.find(j.check);
+    canary_faults_[j.check] = {it == canary_faults_.end() ? now : it->second.first, j.message};
+  } else {
+    canary::PairResult r;
+    r.a = pair.a;
+    r.b = pair.b;
+    std::tie(r.block_a, r.block_b) = Blocks(pair.a, pair.b);
+    r.at = now;
+    r.cause = j.check;
+    r.node = j.node;
+    r.outcome = j.kind == Kind::kPass        ? canary::Outcome::kPass
+                : j.kind == Kind::kNodeFault ? canary::Outcome::kNodeFault
+                                             : canary::Outcome::kPairFault;
+    results.push_back(std::move(r));
+    if (j.kind == Kind::kPass) {
+      canary_faults_.clear();  // the pipeline works again
+    } else {
+      std::string key = j.kind == Kind::kNodeFault
+                            ? j.check + "|" + j.node
+                            : j.check + "|" + std::min(pair.a, pair.b) + "|" + std::max(pair.a, pair.b);
+      details_[key] = {{"message", j.message.substr(0, 1024)},
+                       {"evidence", j.evidence},
+                       {"at", FormatRfc3339(now)}};
+    }
+  }
+  Log(fmt::format("canary: {} + {}: {}{}", pair.a, pair.b, outcome,
+                  j.message.empty() ? "" : ": " + j.message));
+  if (j.kind != Kind::kPass && poster_ != nullptr && !pair.ranks[0].uid.empty()) {
+    k8s::EventSpec e;
+    e.ns = e.object_ns = options_.job.ns;
+    e.api_version = "batch/v1";
+    e.kind = "Job";
+    e.name = pair.ranks[0].name;
+    e.uid = pair.ranks[0].uid;
+    e.type = "Warning";
+    e.reason = "TocsinCanaryFailed";
+    e.message = j.check + ": " + j.message;
+    e.component = "tocsin-controller";
+    e.instance = instance_;
+    e.time = now;
+    poster_->Enqueue(std::move(e));
+  }
+  for (const RankJob& r : pair.ranks) {
+    if (!r.name.empty()) DeleteJob(r.name);
+  }
+}
+
+}  // namespace tocsin::controller
