@@ -88,7 +88,12 @@ json JobFor(const CanaryConfig& c, const RankPlan& p) {
   if (!c.priority_class.empty()) pod_spec["priorityClassName"] = c.priority_class;
   if (!c.tolerations.empty()) pod_spec["tolerations"] = c.tolerations;
 
-  json meta = {{"name", name}, {"namespace", c.ns}, {"labels", labels}, {"annotations", annotations}};
+  json job_labels = labels;
+  // Kueue admits a Job by this label (its webhook suspends the Job until the queue admits it): a
+  // canary that waits in the queue past the deadline is canary.admission.
+  if (!c.queue.empty()) job_labels["kueue.x-k8s.io/queue-name"] = c.queue;
+  json meta = {{"name", name}, {"namespace", c.ns}, {"labels", job_labels},
+               {"annotations", annotations}};
   if (!c.owner_uid.empty()) {
     meta["ownerReferences"] = {{{"apiVersion", "v1"},
                                 {"kind", "ConfigMap"},

@@ -20,6 +20,7 @@ struct CanaryConfig {
   std::string network;         // --canary-network: the Multus annotation's value
   bool ipc_lock = true;        // IPC_LOCK (RDMA memory registration pins pages)
   std::string priority_class;  // --canary-priority-class (lowest priority)
+  std::string queue;           // --canary-queue: Kueue's LocalQueue (kueue.x-k8s.io/queue-name)
   std::string expect = "rdma";  // --canary-expect rdma|tcp: what the data path must be
   std::string transport = "fabric";  // bench net --transport
   std::string provider;              // bench net --provider ("" = libfabric's first)

@@ -61,6 +61,15 @@ TEST(CanarySpec, RankZeroListensOnItsPodIpAndTcpClustersRequireNothing) {
                    .contains("add"));
 }
 
+TEST(CanarySpec, AQueueIsAskedByKueuesLabel) {
+  CanaryConfig c = Config();
+  json plain = JobFor(c, RankPlan{.round = "r", .pair = 0, .rank = 0, .node = "n"});
+  EXPECT_FALSE(plain["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
+  c.queue = "gpu-canaries";
+  json queued = JobFor(c, RankPlan{.round = "r", .pair = 0, .rank = 0, .node = "n"});
+  EXPECT_EQ(queued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "gpu-canaries");
+}
+
 TEST(CanarySpec, JobNamesFitALabelValue) {
   EXPECT_LE(JobName("zzzzzzzzzz", 9999, 1).size(), 63u);
 }

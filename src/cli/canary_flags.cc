@@ -30,6 +30,10 @@ void CanaryFlags::AddTo(CLI::App* cmd) {
   cmd->add_option("--canary-priority-class", priority_class,
                   "PriorityClass of the pods (give them the lowest)")
       ->group(g);
+  cmd->add_option("--canary-queue", queue,
+                  "Kueue LocalQueue of the Jobs (label kueue.x-k8s.io/queue-name): a canary the "
+                  "queue does not admit in time is canary.admission")
+      ->group(g);
   cmd->add_option("--canary-env-from", env_from,
                   "KIND/NAMESPACE/NAME whose NCCL_*, FI_*, UCX_* env and tolerations the pods "
                   "copy: configmap, job, cronjob, pytorchjob, mpijob or jobset")
@@ -115,6 +119,7 @@ Status CanaryFlags::Apply(controller::CanaryOptions& o, const std::string& topol
   }
   c.network = network;
   c.priority_class = priority_class;
+  c.queue = queue;
   c.ipc_lock = !no_ipc_lock;
   c.expect = expect;
   c.transport = !transport.empty() ? transport : expect == "rdma" ? "fabric" : "tcp";

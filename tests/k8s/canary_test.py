@@ -47,24 +47,27 @@ class CanaryTest(ClusterTestCase):
 
     def setUp(self):
         self.controllers = []
-        self.reset()
+        c = self.cluster
+        c.kubectl("delete", "configmap", "-n", NS, "tocsin-canary", "--ignore-not-found")
+        c.kubectl("delete", "jobs", "-n", NS, "-l", "tocsin.io/canary=true", "--ignore-not-found")
+        c.kubectl("delete", "secret", "-n", NS, "tocsin-canary-token", "--ignore-not-found")
+        c.kubectl("delete", "events", "-n", NS, "--field-selector", "reason=TocsinCanaryFailed")
+        c.wait_for(lambda: not self.canary_objects(), 90, "no canary Jobs or pods left")
 
     def tearDown(self):
         for ctl in self.controllers:
             ctl.stop()
         if os.path.exists(self.overrides):
             os.unlink(self.overrides)
-        self.reset()
-
-    def reset(self):
-        """No state and no canary left: deleting the anchor ConfigMap collects its Jobs and Secret."""
+        # Deleting the owner, the ConfigMap tocsin-canary, collects every canary object (the
+        # garbage collector of the real controller-manager): the token Secret, Jobs left in
+        # flight, and their pods.
         c = self.cluster
         c.kubectl("delete", "configmap", "-n", NS, "tocsin-canary", "--ignore-not-found")
-        c.kubectl("delete", "jobs,secrets", "-n", NS, "-l", "tocsin.io/canary=true",
-                  "--ignore-not-found")
-        c.kubectl("delete", "secret", "-n", NS, "tocsin-canary-token", "--ignore-not-found")
-        c.kubectl("delete", "events", "-n", NS, "--field-selector", "reason=TocsinCanaryFailed")
-        c.wait_for(lambda: not self.canary_objects(), 90, "no canary Jobs or pods left")
+        c.wait_for(lambda: c.kubectl("get", "secret", "-n", NS, "tocsin-canary-token",
+                                     check=False).returncode != 0, 60,
+                   "the token Secret collected with its owner")
+        c.wait_for(lambda: not self.canary_objects(), 90, "the canary Jobs and pods collected")
 
     def canary_objects(self):
         jobs = self.cluster.get("jobs", "-n", NS, "-l", "tocsin.io/canary=true")["items"]
