@@ -96,6 +96,8 @@ class Run {
       }
       double us = Micros(SteadyClock::now() - start) / o_.iters;
       mine.push_back({count * sizeof(float), count, us, wrong});
+      Progress(c.name() + " (float32 " + c.redop() + ")", c.redop(), c.BusBwFactor(n),
+               mine.back());
     }
     TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(MaybeCorrupt(r, EncodeSizeResults(mine))));
     TestResult out{c.name(), c.redop(), c.BusBwFactor(n), {}};
@@ -205,7 +207,11 @@ class Run {
         for (size_t bytes : used) {
           for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
             TOCSIN_ASSIGN_OR_RETURN(double us, Stream(from, to, bytes, wrong));
-            if (me == from) mine.push_back({Kind::kStream, a, b, from, bytes, us, -1});
+            if (me == from) {
+              mine.push_back({Kind::kStream, a, b, from, bytes, us, -1});
+              Progress(fmt::format("p2p rank {} -> rank {}", from, to), "none", 1.0,
+                       {bytes, bytes / sizeof(float), us, -1});
+            }
           }
         }
       }
@@ -252,6 +258,22 @@ class Run {
   }
 
  private:
+  // Rank 0's row of one size, printed as it finishes (the report averages over ranks later);
+  // a header before the first row of each `what`.
+  void Progress(const std::string& what, const std::string& redop, double factor,
+                const SizeResult& r) {
+    if (!o_.on_progress || world_.rank() != 0) return;
+    if (what != progress_of_) {
+      progress_of_ = what;
+      o_.on_progress("# " + what + ": each size as rank 0 measured it\n" +
+                     ProgressLine(SweepColumns(), true));
+    }
+    SweepRow row{r.bytes, r.count, r.us, 0, 0, r.wrong};
+    row.algbw = r.us > 0 ? r.bytes / r.us / 1e3 : 0;
+    row.busbw = row.algbw * factor;
+    o_.on_progress(ProgressLine(SweepCells(redop, row)));
+  }
+
   // Another rank's results do not decode: that rank is to blame (every rank finds the same).
   Status Malformed(int rank, const Status& why) {
     malformed_rank_ = rank;
@@ -259,6 +281,7 @@ class Run {
   }
 
   int malformed_rank_ = -1;
+  std::string progress_of_;  // what the last progress row was of
   const NetBenchOptions& o_;
   ranks::World& world_;
   Transport& t_;

@@ -28,6 +28,9 @@ struct NetBenchOptions {
   // Rank 0 only: called with HOST:PORT once the coordinator listens (--local starts the other
   // ranks from here).
   std::function<void(const std::string&)> on_coordinator;
+  // Rank 0 only, with table output: lines to print as each size finishes (rank 0's own timing;
+  // the report averages over ranks), before the report.
+  std::function<void(const std::string&)> on_progress;
 };
 
 // The sizes a sweep visits: min, min*factor, ... up to max (nccl-tests -b/-e/-f).

@@ -49,6 +49,24 @@ Finding NotRdmaFinding(const TransportInfo& info, const std::string& subject) {
   return f;
 }
 
+const std::vector<std::string>& SweepColumns() {
+  static const std::vector<std::string> kColumns = {
+      "SIZE(B)", "COUNT", "TYPE", "REDOP", "TIME(us)", "ALGBW(GB/s)", "BUSBW(GB/s)", "#WRONG"};
+  return kColumns;
+}
+
+std::vector<std::string> SweepCells(const std::string& redop, const SweepRow& r) {
+  return {std::to_string(r.bytes), std::to_string(r.count), "float", redop,
+          Num(r.time_us, 7),       Num(r.algbw, 6),         Num(r.busbw, 6),
+          r.wrong < 0 ? "N/A" : std::to_string(r.wrong)};
+}
+
+std::string ProgressLine(const std::vector<std::string>& cells, bool comment) {
+  std::string line = comment ? "#" : " ";
+  for (const auto& c : cells) line += fmt::format(" {:>11}", c);
+  return line + "\n";
+}
+
 nlohmann::json TransportJson(const TransportInfo& t) {
   return {{"kind", t.kind},           {"provider", t.provider},
           {"fabric", t.fabric},       {"domain", t.domain},
@@ -73,18 +91,15 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
   report.tables.push_back(setup);
   json tests = json::object();
   for (const auto& t : o.tests) {
-    Table table{
-        fmt::format("{} (float32{}, busbw = algbw x {:.3f})", t.name,
-                    t.redop == "none" ? "" : " " + t.redop, t.factor),
-        {"SIZE(B)", "COUNT", "TYPE", "REDOP", "TIME(us)", "ALGBW(GB/s)", "BUSBW(GB/s)", "#WRONG"},
-        {},
-        {}};
+    Table table{fmt::format("{} (float32{}, busbw = algbw x {:.3f})", t.name,
+                            t.redop == "none" ? "" : " " + t.redop, t.factor),
+                SweepColumns(),
+                {},
+                {}};
     json rows = json::array();
     int64_t wrong_total = 0;
     for (const auto& r : t.rows) {
-      table.rows.push_back({std::to_string(r.bytes), std::to_string(r.count), "float", t.redop,
-                            Num(r.time_us, 7), Num(r.algbw, 6), Num(r.busbw, 6),
-                            r.wrong < 0 ? "N/A" : std::to_string(r.wrong)});
+      table.rows.push_back(SweepCells(t.redop, r));
       rows.push_back({{"size", r.bytes},
                       {"count", r.count},
                       {"type", "float"},

@@ -49,6 +49,14 @@ struct BenchOutcome {
   std::vector<PairResult> pairs;
 };
 
+// A sweep table's columns, and one row's cells, as nccl-tests prints them.
+const std::vector<std::string>& SweepColumns();
+std::vector<std::string> SweepCells(const std::string& redop, const SweepRow& row);
+
+// Progress (table output): one line of `cells` in fixed right-aligned columns, as nccl-tests
+// prints a row when it finishes; `comment` starts it with '#' (a header).
+std::string ProgressLine(const std::vector<std::string>& cells, bool comment = false);
+
 // The report of a finished run (rank 0): tables, inventory and findings net.busbw.low,
 // net.wrong and net.link.slow.
 void FillReport(const BenchOutcome& outcome, double min_busbw, double straggler_ratio,

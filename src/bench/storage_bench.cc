@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bench/payloads.h"
+#include "bench/results.h"
 #include "storage/mounts.h"
 #include "sys/subprocess.h"
 
@@ -129,18 +130,27 @@ void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseR
   }
 }
 
+const std::vector<std::string> kPhaseColumns = {
+    "PHASE", "GB/s", "IOPS", "OPS", "p50(us)", "p90(us)", "p99(us)", "p99.9(us)", "max(us)", "WRONG"};
+
+std::vector<std::string> PhaseCells(const PhaseResult& p) {
+  bool data = p.name == "write" || p.name == "read" || p.name == "randread";
+  return {p.name,
+          data ? Num(p.gbps()) : "-",
+          Num(p.iops()),
+          std::to_string(p.ops),
+          Num(p.latency.p50),
+          Num(p.latency.p90),
+          Num(p.latency.p99),
+          Num(p.latency.p999),
+          Num(p.latency.max),
+          p.wrong < 0 ? "-" : std::to_string(p.wrong)};
+}
+
 Table PhaseTable(const std::string& title, const std::vector<PhaseResult>& phases) {
-  Table t{title,
-          {"PHASE", "GB/s", "IOPS", "OPS", "p50(us)", "p90(us)", "p99(us)", "p99.9(us)", "max(us)",
-           "WRONG"},
-          {},
-          {}};
+  Table t{title, kPhaseColumns, {}, {}};
   for (const auto& p : phases) {
-    bool data = p.name == "write" || p.name == "read" || p.name == "randread";
-    t.rows.push_back({p.name, data ? Num(p.gbps()) : "-", Num(p.iops()), std::to_string(p.ops),
-                      Num(p.latency.p50), Num(p.latency.p90), Num(p.latency.p99),
-                      Num(p.latency.p999), Num(p.latency.max),
-                      p.wrong < 0 ? "-" : std::to_string(p.wrong)});
+    t.rows.push_back(PhaseCells(p));
     if (!p.note.empty()) t.notes.push_back(p.name + ": " + p.note);
   }
   return t;
@@ -359,6 +369,13 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
       return r.status();
     }
     results.push_back(*r);
+    if (o.on_progress && rank == 0) {
+      if (results.size() == 1) {
+        o.on_progress("# phases on this node, as each finishes\n" +
+                      ProgressLine(kPhaseColumns, true));
+      }
+      o.on_progress(ProgressLine(PhaseCells(*r)));
+    }
   }
   if (!out.hung) {
     cleanup(probe);

@@ -22,6 +22,8 @@ struct StorageBenchOptions {
   bool distributed = false;      // ranks on several nodes against one shared path
   ranks::WorldOptions world;
   std::function<void(const std::string&)> on_coordinator;
+  // Rank 0 only, with table output: lines to print as each phase finishes, before the report.
+  std::function<void(const std::string&)> on_progress;
   std::atomic<bool>* interrupted = nullptr;  // Ctrl-C: stop, clean up, report
 };
 

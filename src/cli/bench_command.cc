@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -53,6 +54,23 @@ std::optional<size_t> ParseSize(const std::string& text) {
   auto v = ParseUint64(digits);
   if (!v || *v > (1ull << 40) / mult) return std::nullopt;
   return *v * mult;
+}
+
+// Progress rows (table output only: JSON stays one document) to stdout as they come; `printed`
+// says whether any came, so that a blank line parts them from the report.
+std::function<void(const std::string&)> ProgressPrinter(const ReportFlags& flags, bool* printed) {
+  if (flags.output == "json") return nullptr;
+  return [printed](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    *printed = true;
+  };
+}
+
+// The report, after a blank line when progress rows came before it.
+int EmitAfterProgress(const ReportFlags& flags, const Report& report, bool progress_printed) {
+  if (progress_printed) std::fputs("\n", stdout);
+  return flags.Emit(report);
 }
 
 struct NetFlags {
@@ -101,6 +119,8 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   if (Status st = bench::ValidateNetBench(o); !st.ok()) {
     return usage(st.message());
   }
+  bool progress = false;
+  o.on_progress = ProgressPrinter(f.report, &progress);
   auto result = bench::RunNetBench(o);
   // After a failure or a refusal the other ranks were told to stop (or stop by themselves): a
   // rank that does not exit at once is the hung one.
@@ -111,7 +131,7 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   }
   if (!result.ok()) return usage(result.status().message());
   report = std::move(*result);
-  if (o.world.rank == 0) return f.report.Emit(*report);
+  if (o.world.rank == 0) return EmitAfterProgress(f.report, *report, progress);
   // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
     if (finding.check != "net.rank.failed" && finding.check != "net.transport.not-rdma") continue;
@@ -165,6 +185,8 @@ int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
   o.interrupted = &g_interrupted;
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
+  bool progress = false;
+  o.on_progress = ProgressPrinter(f.report, &progress);
   auto result = bench::RunStorageBench(o);
   if (!children.empty()) {
     bool done = result.ok() && !result->hung && result->report.inventory.contains("aggregate");
@@ -174,7 +196,7 @@ int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
   int rank = o.distributed ? o.world.rank : 0;
   int code = 0;
   if (rank == 0) {
-    code = f.report.Emit(result->report);
+    code = EmitAfterProgress(f.report, result->report, progress);
   } else {
     for (const auto& finding : result->report.findings) {
       std::cerr << ("tocsin: bench storage rank " + std::to_string(rank) + ": " + finding.check +

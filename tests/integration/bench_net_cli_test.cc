@@ -91,6 +91,31 @@ TEST(BenchNetCliTest, EveryTestOverBothTransportsLocally) {
 }
 
 // A run that would measure nothing is an input error, not "ok"; --local is bounded.
+// Table output prints a row as each size finishes (nccl-tests style), before the report;
+// -o json stays one document (AcceptanceRunFromTheIssue and the others parse all of stdout).
+TEST(BenchNetCliTest, TableOutputPrintsEachSizeAsItFinishes) {
+  std::vector<std::string> args = {"bench", "net",  "--local", "2",  "-t", "allreduce", "-t",
+                                   "p2p",   "-b",   "1K",      "-e", "64K", "-f", "4",   "-n",
+                                   "2",     "-w",   "1"};
+  RunResult r = RunBinary(TOCSIN_BINARY, args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  size_t report = r.out.find("tocsin bench net  host=");
+  ASSERT_NE(report, std::string::npos) << r.out;
+  std::vector<std::string> pieces = {"# allreduce (float32 sum): each size as rank 0 measured it\n"};
+  for (int size : {1024, 4096, 16384, 65536}) {
+    pieces.push_back("\n " + testing::ProgressCells({std::to_string(size),
+                                                      std::to_string(size / 4), "float", "sum"}));
+  }
+  pieces.push_back("# p2p rank 0 -> rank 1: each size as rank 0 measured it\n");
+  EXPECT_TRUE(testing::InOrder(r.out, pieces, report));
+  args.insert(args.end(), {"-o", "json"});
+  RunResult j = RunBinary(TOCSIN_BINARY, args);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_FALSE(json::parse(j.out, nullptr, false).is_discarded()) << j.out;
+  EXPECT_EQ(j.out.find("# allreduce"), std::string::npos);
+  EXPECT_EQ(j.err.find("# allreduce"), std::string::npos) << "no progress at all with -o json";
+}
+
 TEST(BenchNetCliTest, ARunThatMeasuresNothingIsRefused) {
   struct Case {
     std::vector<std::string> args;

@@ -38,6 +38,30 @@ json Phase(const json& report, const std::string& name) {
   return json();
 }
 
+// Table output prints each phase's row as it finishes, before the report; -o json stays one
+// document with nothing else on stdout or stderr.
+TEST(BenchStorageCliTest, TableOutputPrintsEachPhaseAsItFinishes) {
+  std::string dir = TempDir("storage-progress");
+  std::vector<std::string> args = {"bench",   "storage", "--path",       dir,  "--size",
+                                   "1M",      "--files", "10",           "--fsync-ops",
+                                   "3",       "--randread-ops",          "20", "--phase",
+                                   "write",   "--phase", "read",         "--phase", "fsync"};
+  RunResult r = RunBinary(TOCSIN_BINARY, args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  size_t report = r.out.find("tocsin bench storage  host=");
+  ASSERT_NE(report, std::string::npos) << r.out;
+  EXPECT_TRUE(testing::InOrder(r.out,
+                               {"# phases on this node, as each finishes\n",
+                                "\n " + testing::ProgressCells({"write"}) + " ",
+                                "\n " + testing::ProgressCells({"read"}) + " ",
+                                "\n " + testing::ProgressCells({"fsync"}) + " "},
+                               report));
+  args.insert(args.end(), {"-o", "json"});
+  JsonRun j = RunTocsinJson(args);  // fails on anything but one JSON document
+  EXPECT_EQ(j.exit_code, 0) << j.report.dump(1);
+  RunBinary("rm", {"-rf", dir});
+}
+
 TEST(BenchStorageCliTest, AcceptanceRunOnTheDisk) {
   std::string dir = TempDir("storage-disk");
   JsonRun r =

@@ -41,6 +41,26 @@ RunResult RunBinaryWithin(int seconds, const std::string& binary,
   return Process(argv).Wait();
 }
 
+::testing::AssertionResult InOrder(const std::string& text, const std::vector<std::string>& pieces,
+                                   size_t before) {
+  size_t at = 0;
+  for (const auto& piece : pieces) {
+    size_t found = text.find(piece, at);
+    if (found == std::string::npos || (before != std::string::npos && found >= before)) {
+      return ::testing::AssertionFailure() << "\"" << piece << "\" is not where it belongs in:\n"
+                                           << text;
+    }
+    at = found + piece.size();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string ProgressCells(const std::vector<std::string>& cells) {
+  std::string out;
+  for (const auto& c : cells) out += std::string(c.size() < 12 ? 12 - c.size() : 1, ' ') + c;
+  return out;
+}
+
 std::string TempDir(const char* name) {
   std::string tmpl = std::string("/tmp/tocsin-") + name + "-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());

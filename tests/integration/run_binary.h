@@ -1,5 +1,7 @@
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -55,6 +57,14 @@ class Server {
   int pid_ = -1;
   int port_ = 0;
 };
+
+// Whether `text` holds each of `pieces`, in that order, all before `before`; the message says
+// which one is missing or out of place.
+::testing::AssertionResult InOrder(const std::string& text, const std::vector<std::string>& pieces,
+                                   size_t before = std::string::npos);
+
+// Progress rows (table output): `cells` right-aligned in 12 columns each, as bench prints them.
+std::string ProgressCells(const std::vector<std::string>& cells);
 
 // A new empty folder /tmp/tocsin-<name>-XXXXXX.
 std::string TempDir(const char* name);
