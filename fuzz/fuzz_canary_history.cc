@@ -1,4 +1,4 @@
-// The canary history kept in a ConfigMap (hostile: anyone who may edit it wrote it): decode, then
+// The canary history and the runner's state kept in a ConfigMap (hostile: anyone who may edit it wrote it): decode, then
 // encode -> decode round-trips to the same text, and the planner and attribution run on it.
 #include <cstddef>
 #include <cstdint>
@@ -9,9 +9,16 @@
 #include "canary/attribution.h"
 #include "canary/history.h"
 #include "canary/planner.h"
+#include "canary/runner_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tocsin::canary;  // NOLINT
+  // The same ConfigMap's other key, the runner's state: decoded, encoded, decoded.
+  auto st = DecodeRunnerState(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (st.ok()) {
+    auto again = DecodeRunnerState(EncodeRunnerState(*st));
+    if (!again.ok()) std::abort();
+  }
   auto h = DecodeHistory(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!h.ok()) return 0;
   std::string text = EncodeHistory(*h, kMaxHistoryInput);

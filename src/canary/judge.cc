@@ -42,7 +42,10 @@ Judgement Fault(Kind kind, std::string check, std::string node, std::string mess
 }
 
 const k8s::ContainerStatus* Bench(const k8s::Pod& pod) {
-  return pod.statuses.empty() ? nullptr : &pod.statuses.front();
+  for (const auto& st : pod.statuses) {
+    if (st.name == kBenchContainer) return &st;
+  }
+  return nullptr;
 }
 
 std::string Secs(std::chrono::nanoseconds d) {
@@ -60,25 +63,28 @@ const std::vector<std::string>& CheckIds() {
   return ids;
 }
 
-Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now) {
+Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, bool force) {
   const std::string& node = r.planned_node;
   if (!r.job_created) return {};  // not created yet: the runner creates rank 1 after rank 0 runs
   if (r.pod == nullptr) {
     // The Job exists and made no pod: a quota or a queue (Kueue suspends the Job) holds it.
     Judgement j;
     j.pending_since = r.job_created;
-    if (now - *r.job_created >= o.pending_deadline) {
+    if (force || now - *r.job_created >= o.pending_deadline) {
+      std::string why = r.job_events.empty()
+                            ? "a queue such as Kueue did not admit it, or a ResourceQuota, "
+                              "LimitRange or Pod Security level refused its pod"
+                            : "FailedCreate: " + Quote(r.job_events.back(), kMaxQuoted);
       return Fault(Kind::kCanaryFault, "canary.admission", "",
-                   fmt::format("rank {}'s Job made no pod in {} (a ResourceQuota, a LimitRange or "
-                               "a queue such as Kueue did not admit it)",
-                               r.rank, Secs(now - *r.job_created)),
-                   {{"rank", r.rank}, {"node", node}});
+                   fmt::format("rank {}'s Job made no pod in {}: {}", r.rank,
+                               Secs(now - *r.job_created), why),
+                   {{"rank", r.rank}, {"node", node}, {"events", r.job_events}});
     }
     return j;
   }
   const k8s::Pod& pod = *r.pod;
   TimePoint created = pod.created.value_or(*r.job_created);
-  bool overdue = now - created >= o.pending_deadline;
+  bool overdue = force || now - created >= o.pending_deadline;
   if (!pod.node_name.empty() && pod.node_name != node) {
     return Fault(Kind::kCanaryFault, "canary.placement", "",
                  fmt::format("rank {} was planned on {} and runs on {} (a mutating webhook or a "
@@ -108,6 +114,22 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now) {
       ev["causes"] = causes;
     }
     if (scheduled && !scheduled->reason.empty()) ev["reason"] = scheduled->reason;
+    // The node is to blame only when it lacks what the canary asks of the fabric; a taint the
+    // canary does not tolerate, CPU or memory taken by others, is the canary's own setup.
+    bool fabric = false;
+    for (const auto& [cause, n] : m.causes) {
+      for (const std::string& res : o.resources) fabric |= cause == "Insufficient " + res;
+    }
+    if (!fabric) {
+      return Fault(Kind::kCanaryFault, "canary.unschedulable", "",
+                   fmt::format("rank {} for {} has been Pending for {} for a reason that is not "
+                               "the fabric (tolerations: --canary-env-from; requests: the nodes' "
+                               "free CPU and memory): {}",
+                               r.rank, node, Secs(now - created),
+                               text.empty() ? "the scheduler has said nothing (is it running?)"
+                                            : EscapeControl(text.substr(0, 1024))),
+                   std::move(ev));
+    }
     return Fault(Kind::kNodeFault, "canary.unschedulable", node,
                  fmt::format("rank {} for {} has been Pending for {}: {}", r.rank, node,
                              Secs(now - created),
@@ -117,8 +139,9 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now) {
   }
   const k8s::ContainerStatus* st = Bench(pod);
   if (st && ImageReason(st->waiting_reason) && overdue) {
-    return Fault(Kind::kNodeFault, "canary.image", node,
-                 fmt::format("rank {} on {} cannot pull its image {}: {}: {}", r.rank, node,
+    return Fault(Kind::kCanaryFault, "canary.image", "",
+                 fmt::format("rank {} on {} cannot pull its image {} (--canary-image): {}: {}",
+                             r.rank, node,
                              Quote(st->image, 200), st->waiting_reason,
                              Quote(st->waiting_message, kMaxQuoted)),
                  {{"reason", st->waiting_reason}, {"image", st->image}});
@@ -204,6 +227,13 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
     return j;
   }
   Ended e0 = Read(r0), e1 = Read(r1);
+  if (s1.kind != Kind::kPass && r1.job_created && e0.status->exit_code != 0 &&
+      now - *r1.job_created >= o.bench_timeout * 4 / 5) {
+    // Rank 0 gave up waiting (rank 1 is about as old as the wait): when rank 1 never started,
+    // its stage is the cause, not rank 0's "did not join".
+    Judgement stuck = JudgeRank(r1, o, now, /*overdue=*/true);
+    if (stuck.kind != Kind::kWait && stuck.kind != Kind::kPass) return stuck;
+  }
   if (s1.kind != Kind::kPass && r1.job_created && e0.status->exit_code == 0) {
     // Rank 0 ended well; rank 1 may still be on its way out. (Rank 0 failing, or ending before
     // rank 1 was even created, decides at once: rank 1 can only time out.)
@@ -240,7 +270,10 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
   }
   const bench::VerdictFinding* not_rdma = FindCheck(e0.verdict, "net.transport.not-rdma");
   if (!not_rdma) not_rdma = FindCheck(e1.verdict, "net.transport.not-rdma");
-  if (o.expect == "rdma" && (not_rdma || !v->rdma || !*v->rdma)) {
+  // Not RDMA: said so, or a path known to be sockets, or a run that ended well on a path it could
+  // not determine (a run that failed before its path was up says nothing of the path).
+  bool undetermined_ok = !v->rdma && v->exit == 0;
+  if (o.expect == "rdma" && (not_rdma || (v->rdma && !*v->rdma) || undetermined_ok)) {
     std::string bw;
     for (const auto& t : v->tests) bw += fmt::format(", {} {:.2f} GB/s", t.test, t.busbw);
     return Fault(Kind::kPairFault, "canary.transport.not-rdma", "",

@@ -33,7 +33,7 @@ k8s::Pod Ended(int exit, std::string message, std::string node) {
   p.node_name = std::move(node);
   p.phase = exit == 0 ? "Succeeded" : "Failed";
   k8s::ContainerStatus st;
-  st.name = "bench";
+  st.name = kBenchContainer;
   st.exit_code = exit;
   st.finished = kT0 + seconds(20);
   st.termination_message = std::move(message);
@@ -58,6 +58,7 @@ TEST(CanaryJudge, PendingPastTheDeadlineCarriesTheSchedulersWords) {
                             "0/4 nodes are available: 2 Insufficient rdma/hca_shared_devices_a, 2 "
                             "node(s) didn't match node selector.", kT0});
   JudgeOptions o;
+  o.resources = {"rdma/hca_shared_devices_a"};
   RankView v = View(0, &pod, "n0");
   Judgement early = JudgeRank(v, o, kT0 + seconds(60));
   EXPECT_EQ(early.kind, Kind::kWait);
@@ -81,6 +82,7 @@ TEST(CanaryJudge, EachStuckStageIsNamedByItsCause) {
   k8s::Pod sandbox = PodAt(kT0);
   sandbox.node_name = "n0";
   k8s::ContainerStatus waiting;
+  waiting.name = kBenchContainer;
   waiting.waiting_reason = "ContainerCreating";
   sandbox.statuses.push_back(waiting);
   RankView sb = View(0, &sandbox, "n0");
@@ -142,6 +144,43 @@ TEST(CanaryJudge, ARefusedRdmaRunAndARankWithoutAVerdict) {
   EXPECT_EQ(r.kind, Kind::kPairFault);
   EXPECT_EQ(r.check, "canary.rank-failed");
   EXPECT_NE(r.message.find("139"), std::string::npos);
+}
+
+TEST(CanaryJudge, RankOneThatNeverStartedIsTheCauseNotRankZerosWait) {
+  JudgeOptions o;
+  o.resources = {"rdma/hca_shared_devices_a"};
+  std::string gave_up =
+      "{\"check\":\"net.rank.failed\",\"severity\":\"error\",\"subject\":\"rank 1\","
+      "\"message\":\"rank 1 did not join within 60s\"}";
+  k8s::Pod p0 = Ended(1, VerdictJson(0, 1, "fabric", "null", gave_up), "n0");
+  k8s::Pod p1 = PodAt(kT0);
+  p1.conditions.push_back({"PodScheduled", "False", "Unschedulable",
+                           "0/4 nodes are available: 1 Insufficient rdma/hca_shared_devices_a, 3 "
+                           "node(s) didn't match node selector.", kT0});
+  RankView v1 = View(1, &p1, "n1");
+  Judgement j = JudgePair(View(0, &p0, "n0"), v1, o, kT0 + seconds(61));
+  EXPECT_EQ(j.kind, Kind::kNodeFault);
+  EXPECT_EQ(j.check, "canary.unschedulable");
+  EXPECT_EQ(j.node, "n1");
+  // Rank 0 that failed at once (a refusal) while rank 1 was just created blames nobody's stage.
+  RankView young = v1;
+  young.job_created = kT0 + seconds(58);
+  EXPECT_EQ(JudgePair(View(0, &p0, "n0"), young, o, kT0 + seconds(61)).check,
+            "canary.rank-failed");
+}
+
+TEST(CanaryJudge, OnlyTheFabricsResourceBlamesTheNode) {
+  JudgeOptions o;
+  o.resources = {"rdma/hca_shared_devices_a"};
+  k8s::Pod pod = PodAt(kT0);
+  pod.conditions.push_back({"PodScheduled", "False", "Unschedulable",
+                            "0/4 nodes are available: 1 node(s) had taint {nvidia.com/gpu: "
+                            "present}, that the pod didn't tolerate, 3 node(s) didn't match node "
+                            "selector.", kT0});
+  Judgement j = JudgeRank(View(0, &pod, "n0"), o, kT0 + seconds(200));
+  EXPECT_EQ(j.kind, Kind::kCanaryFault);
+  EXPECT_EQ(j.check, "canary.unschedulable");
+  EXPECT_NE(j.message.find("tolerations"), std::string::npos);
 }
 
 TEST(CanaryJudge, WaitsForRankOneUntilTheGraceEnds) {

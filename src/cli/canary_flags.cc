@@ -28,7 +28,9 @@ void CanaryFlags::AddTo(CLI::App* cmd) {
                   "The Multus network annotation (k8s.v1.cni.cncf.io/networks) of the pods")
       ->group(g);
   cmd->add_option("--canary-priority-class", priority_class,
-                  "PriorityClass of the pods (give them the lowest)")
+                  "PriorityClass of the pods (canary-rbac.yaml creates tocsin-canary: -100, never "
+                  "preempting; \"\" for none)")
+      ->capture_default_str()
       ->group(g);
   cmd->add_option("--canary-queue", queue,
                   "Kueue LocalQueue of the Jobs (label kueue.x-k8s.io/queue-name): a canary the "
@@ -67,7 +69,8 @@ void CanaryFlags::AddTo(CLI::App* cmd) {
       ->group(g);
   cmd->add_option("--canary-stale-after", stale_after,
                   "A fabric node with no passing canary for this long is canary.stale; also the "
-                  "coverage window (default: 3 intervals)")
+                  "coverage window (default: 3 intervals times the rounds it takes to go round "
+                  "every fabric node, fabric nodes / --canary-max-nodes)")
       ->group(g);
   cmd->add_option("--canary-max-nodes", max_nodes, "Nodes in canaries at once")
       ->check(CLI::Range(2, 100000))
@@ -144,6 +147,8 @@ Status CanaryFlags::Apply(controller::CanaryOptions& o, const std::string& topol
   o.judge.expect = expect;
   o.judge.min_busbw = min_busbw;
   o.judge.finish_grace = std::chrono::seconds(c.bench_timeout_s + 30);
+  o.judge.bench_timeout = std::chrono::seconds(c.bench_timeout_s);
+  for (const auto& [name, qty] : c.resources) o.judge.resources.push_back(name);
   o.max_nodes = max_nodes;
   o.env_from = env_from;
   o.topology_label = topology;

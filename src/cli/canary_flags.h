@@ -15,7 +15,8 @@ struct CanaryFlags {
   std::string ns;  // default: $POD_NAMESPACE, else tocsin
   std::string image = "tocsin:latest";
   std::vector<std::string> resources;
-  std::string network, priority_class, queue, env_from, provider, topology_label;
+  std::string priority_class = "tocsin-canary";
+  std::string network, queue, env_from, provider, topology_label;
   std::string expect = "rdma";
   std::string transport;  // default: fabric when RDMA is expected, else tcp
   std::vector<std::string> tests = {"p2p", "allreduce"};

@@ -59,7 +59,6 @@ CanaryRunner::CanaryRunner(CanaryOptions options, std::unique_ptr<k8s::ApiClient
       instance_(std::move(instance)),
       changed_(std::move(changed)),
       metrics_(std::make_shared<Metrics>()) {
-  if (options_.stale_after.count() == 0) options_.stale_after = 3 * options_.interval;
   if (options_.seed == 0) {
     options_.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
   }
@@ -122,7 +121,10 @@ void CanaryRunner::Step(TimePoint now) {
     SetupProblem("");
   }
   if (round_) Advance(now);
-  if (!round_ && (!last_round_start_ || now - *last_round_start_ >= options_.interval)) Plan(now);
+  if (!round_ && leader_() &&
+      (!state_.last_round_start || now - *state_.last_round_start >= options_.interval)) {
+    Plan(now);
+  }
   Rebuild(now);
 }
 
@@ -138,6 +140,7 @@ void CanaryRunner::SetupProblem(const std::string& what) {
 }
 
 void CanaryRunner::DeleteJob(const std::string& name) {
+  if (!leader_()) return;  // the new leader adopts what is left
   auto r = client_->Send("DELETE",
                          "/apis/batch/v1/namespaces/" + options_.job.ns + "/jobs/" + name,
                          R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})",
@@ -156,6 +159,9 @@ Status CanaryRunner::CreateRank(PairRun& pair, int rank, const std::string& coor
                         .partner = rank == 0 ? pair.b : pair.a,
                         .why = pair.why,
                         .coordinator_ip = coordinator_ip};
+  // Leadership can be lost while a request waits (up to --request-timeout, longer than a Lease):
+  // checked before every write, so that a deposed leader never starts what the new one plans.
+  if (!leader_()) return Status::Unavailable("not the leader any more");
   json job = canary::JobFor(options_.job, plan);
   auto body = client_->Send("POST", "/apis/batch/v1/namespaces/" + options_.job.ns + "/jobs",
                             job.dump(), "application/json");
@@ -179,26 +185,39 @@ std::pair<std::string, std::string> CanaryRunner::Blocks(const std::string& a,
   return {ba, bb};
 }
 
+std::set<std::string> CanaryRunner::BusyNodesIn(const k8s::Snapshot& s) const {
+  std::set<std::string> busy;
+  for (const auto& p : s.pods) {
+    if (p.node_name.empty() || Terminal(p) || p.labels.count(canary::kCanaryLabel)) continue;
+    for (const auto& c : p.containers) {
+      for (const auto* m : {&c.requests, &c.limits}) {
+        for (const auto& [res, qty] : *m) {
+          if (Accelerator(res) || audit::IsRdmaResource(res, audit_)) busy.insert(p.node_name);
+        }
+      }
+    }
+  }
+  return busy;
+}
+
+std::chrono::seconds CanaryRunner::Window(size_t fabric_nodes) const {
+  if (options_.stale_after.count() > 0) return options_.stale_after;
+  size_t per_round = std::max<size_t>(2, options_.max_nodes);
+  size_t rounds = std::max<size_t>(1, (fabric_nodes + per_round - 1) / per_round);
+  return std::chrono::seconds(3 * options_.interval.count() * static_cast<int64_t>(rounds));
+}
+
 std::vector<canary::NodeInfo> CanaryRunner::FabricNodes(
     std::vector<canary::NodeInfo>* eligible) const {
   std::vector<canary::NodeInfo> all;
   cache_->Read([&](const k8s::Snapshot& s) {
     std::set<std::string> busy;
-    if (eligible != nullptr) {
-      for (const auto& p : s.pods) {
-        if (p.node_name.empty() || Terminal(p) || p.labels.count(canary::kCanaryLabel)) continue;
-        for (const auto& c : p.containers) {
-          for (const auto* m : {&c.requests, &c.limits}) {
-            for (const auto& [res, qty] : *m) {
-              if (Accelerator(res) || audit::IsRdmaResource(res, audit_)) busy.insert(p.node_name);
-            }
-          }
-        }
-      }
-    }
+    if (eligible != nullptr) busy = BusyNodesIn(s);
+    // Fabric nodes by what the audit decides (labels, --fabric-nodes): never by what the state
+    // ConfigMap says, and a node whose plugin died stays one (its labels stay).
     std::vector<const k8s::Node*> fabric;
     for (const auto& n : s.nodes) {
-      if (audit::IsFabricNode(n, audit_) || known_fabric_.count(n.name)) fabric.push_back(&n);
+      if (audit::IsFabricNode(n, audit_)) fabric.push_back(&n);
     }
     std::string label = audit::TopologyLabel(fabric, options_.topology_label);
     for (const k8s::Node* n : fabric) {
@@ -220,13 +239,22 @@ void CanaryRunner::Plan(TimePoint now) {
   // blocks, and those idle now.
   std::vector<canary::NodeInfo> eligible;
   std::vector<canary::NodeInfo> all = FabricNodes(&eligible);
-  for (const auto& n : all) known_fabric_.emplace(n.name, now);
+  for (const auto& n : all) state_.first_seen.emplace(n.name, now);
+  std::erase_if(state_.first_seen, [&](const auto& kv) {  // nodes gone from the cluster
+    return std::none_of(all.begin(), all.end(), [&](const auto& n) { return n.name == kv.first; });
+  });
+  window_ = Window(all.size());
+  state_.last_round_start = now;  // planned or not, the next try is an interval away
+  if (Status st = ReadReference(); !st.ok() && !reference_read_) {
+    SetupProblem(st.message());
+    (void)SaveState();
+    return;  // never run canaries without the production environment they were asked to copy
+  }
   canary::PlanOptions po{.max_nodes = options_.max_nodes,
                          .seed = options_.seed + rounds_,
                          .now = now,
-                         .window = options_.stale_after};
+                         .window = window_};
   std::vector<canary::PlannedPair> pairs = canary::Plan(eligible, all, history_, po);
-  last_round_start_ = now;  // planned or not, the next try is an interval away
   metrics_->SetFabric(all.size(), eligible.size());
   if (pairs.empty()) {
     Log(fmt::format("canary: no round: {} fabric nodes, {} idle", all.size(), eligible.size()));
@@ -250,6 +278,10 @@ void CanaryRunner::Plan(TimePoint now) {
   std::vector<std::string> names;
   for (PairRun& p : round_->pairs) {
     if (Status st = CreateRank(p, 0, "", now); !st.ok()) {
+      if (!leader_()) {  // the new leader carries on what was created
+        round_.reset();
+        return;
+      }
       SetupProblem("cannot create the canary Jobs in namespace " + options_.job.ns + ": " +
                    st.message());
       for (PairRun& q : round_->pairs) {
@@ -267,15 +299,17 @@ void CanaryRunner::Plan(TimePoint now) {
   (void)SaveState();
 }
 
-std::vector<std::string> CanaryRunner::SandboxEvents(const std::string& pod) {
+std::vector<std::string> CanaryRunner::EventsAbout(const std::string& name,
+                                                   const std::string& reason) {
   auto steady = std::chrono::steady_clock::now();
-  auto it = sandbox_cache_.find(pod);
-  if (it != sandbox_cache_.end() && steady - it->second.first < std::chrono::seconds(10)) {
+  std::string key = reason + "/" + name;
+  auto it = events_cache_.find(key);
+  if (it != events_cache_.end() && steady - it->second.first < std::chrono::seconds(10)) {
     return it->second.second;
   }
   std::vector<std::string> out;
   auto body = client_->Get("/api/v1/namespaces/" + options_.job.ns + "/events?fieldSelector=" +
-                           Escape("involvedObject.name=" + pod + ",reason=FailedCreatePodSandBox") +
+                           Escape("involvedObject.name=" + name + ",reason=" + reason) +
                            "&limit=20");
   if (body.ok()) {
     json list = json::parse(*body, nullptr, false);
@@ -287,53 +321,85 @@ std::vector<std::string> CanaryRunner::SandboxEvents(const std::string& pod) {
       }
     }
   }
-  sandbox_cache_[pod] = {steady, out};
+  events_cache_[key] = {steady, out};
   return out;
 }
 
 void CanaryRunner::Advance(TimePoint now) {
-  // This round's pods, by pair and rank (the newest of each Job).
+  // This round's pods, by pair and rank: the newest of each Job, and only pods that Job made
+  // (labels anyone can copy; the owner's uid they cannot).
+  std::map<std::string, std::pair<int, int>> by_uid;
+  for (const PairRun& pair : round_->pairs) {
+    for (int r = 0; r < 2; ++r) {
+      if (!pair.ranks[r].uid.empty()) by_uid[pair.ranks[r].uid] = {pair.index, r};
+    }
+  }
   std::map<std::pair<int, int>, k8s::Pod> pods;
+  std::set<std::string> busy;
   cache_->Read([&](const k8s::Snapshot& s) {
+    busy = BusyNodesIn(s);
     for (const auto& p : s.pods) {
-      if (p.ns != options_.job.ns) continue;
-      auto round = p.labels.find(canary::kRoundLabel);
-      if (round == p.labels.end() || round->second != round_->id) continue;
-      auto pair = ParseInt64(p.labels.count(canary::kPairLabel) ? p.labels.at(canary::kPairLabel) : "");
-      auto rank = ParseInt64(p.labels.count(canary::kRankLabel) ? p.labels.at(canary::kRankLabel) : "");
-      if (!pair || !rank || *rank < 0 || *rank > 1) continue;
-      auto key = std::make_pair(static_cast<int>(*pair), static_cast<int>(*rank));
-      auto it = pods.find(key);
-      if (it == pods.end() || it->second.created < p.created) pods[key] = p;
+      if (p.ns != options_.job.ns || !p.labels.count(canary::kRoundLabel)) continue;
+      for (const auto& owner : p.owners) {
+        auto it = by_uid.find(owner.uid);
+        if (owner.kind != "Job" || it == by_uid.end()) continue;
+        auto cur = pods.find(it->second);
+        if (cur == pods.end() || cur->second.created < p.created) pods[it->second] = p;
+      }
     }
   });
   std::optional<TimePoint> oldest_pending;
   bool all_judged = true;
   std::vector<canary::PairResult> results;  // recorded together: one attribution pass
+  std::vector<PairRun*> judged;
   for (PairRun& pair : round_->pairs) {
     if (pair.judged) continue;
     canary::RankView views[2];
+    bool vanished = false;
     for (int r = 0; r < 2; ++r) {
       views[r].rank = r;
       views[r].planned_node = r == 0 ? pair.a : pair.b;
       if (!pair.ranks[r].name.empty()) views[r].job_created = pair.ranks[r].created;
       auto it = pods.find({pair.index, r});
       if (it != pods.end()) {
+        pair.ranks[r].pod_seen = true;
         views[r].pod = &it->second;
         const k8s::Pod& p = it->second;
         if (!p.node_name.empty() && p.phase == "Pending" && p.created &&
             now - *p.created >= options_.judge.pending_deadline / 2) {
-          views[r].sandbox_events = SandboxEvents(p.name);
+          views[r].sandbox_events = EventsAbout(p.name, "FailedCreatePodSandBox");
         }
+      } else if (pair.ranks[r].pod_seen) {
+        vanished = true;  // preempted, evicted or deleted: not a verdict on anything
+      } else if (views[r].job_created &&
+                 now - *views[r].job_created >= options_.judge.pending_deadline / 2) {
+        views[r].job_events = EventsAbout(pair.ranks[r].name, "FailedCreate");
       }
+    }
+    // A training pod that arrived on a planned node since: the canary yields, and judges nothing
+    // (the node lacks its RDMA resource because a job holds it).
+    if (vanished || busy.count(pair.a) || busy.count(pair.b)) {
+      Log(fmt::format("canary: {} + {}: skipped ({})", pair.a, pair.b,
+                      vanished ? "a rank's pod went away: preempted, evicted or deleted"
+                               : "a job now uses the node"));
+      metrics_->CountRun("skipped");
+      pair.judged = true;
+      judged.push_back(&pair);
+      continue;
     }
     // Rank 1 joins once rank 0 listens on its pod IP.
     if (pair.ranks[1].name.empty() && views[0].pod && views[0].pod->phase == "Running" &&
         !views[0].pod->pod_ip.empty()) {
-      if (Status st = CreateRank(pair, 1, views[0].pod->pod_ip, now); !st.ok()) {
-        Log("canary: rank 1 of " + pair.a + "+" + pair.b + ": " + st.message());
-      } else {
+      if (Status st = CreateRank(pair, 1, views[0].pod->pod_ip, now); st.ok()) {
         views[1].job_created = pair.ranks[1].created;
+      } else if (leader_()) {
+        // Not the nodes' doing (RBAC, a quota on Jobs): the canary's setup, and the pair dropped.
+        SetupProblem("cannot create rank 1's Job of " + pair.a + "+" + pair.b + ": " +
+                     st.message());
+        metrics_->CountRun("skipped");
+        pair.judged = true;
+        judged.push_back(&pair);
+        continue;
       }
     }
     canary::Judgement j = canary::JudgePair(views[0], views[1], options_.judge, now);
@@ -345,21 +411,30 @@ void CanaryRunner::Advance(TimePoint now) {
       continue;
     }
     Finish(pair, j, now, results);
-  }
-  if (!results.empty()) {
-    if (Status st = canary::RecordRound(history_, results, options_.stale_after); !st.ok()) {
-      Log("canary: results not recorded: " + st.message());
-    }
+    judged.push_back(&pair);
   }
   metrics_->SetPending(oldest_pending ? std::chrono::duration<double>(now - *oldest_pending).count()
                                       : 0.0);
+  if (judged.empty()) return;
+  if (!results.empty()) {
+    if (Status st = canary::RecordRound(history_, results, window_); !st.ok()) {
+      Log("canary: results not recorded: " + st.message());
+    }
+  }
+  if (all_judged) canary::PruneStale(history_, now, window_);
+  // The results are saved before the judged Jobs go: a leader that dies in between leaves Jobs
+  // the next one judges again, never results lost with their Jobs.
+  if (!SaveState().ok()) return;
+  for (PairRun* pair : judged) {
+    for (const RankJob& r : pair->ranks) {
+      if (!r.name.empty()) DeleteJob(r.name);
+    }
+  }
   if (all_judged) {
     Log("canary: round " + round_->id + " done");
     ++rounds_;
-    canary::PruneStale(history_, now, options_.stale_after);
     round_.reset();
-    sandbox_cache_.clear();
-    (void)SaveState();
+    events_cache_.clear();
   }
 }
 
@@ -369,8 +444,9 @@ void CanaryRunner::Finish(PairRun& pair, const canary::Judgement& j, TimePoint n
   std::string outcome = j.kind == Kind::kPass ? "pass" : j.check;
   metrics_->CountRun(outcome);
   if (j.kind == Kind::kCanaryFault) {
-    auto it = canary_faults_.find(j.check);
-    canary_faults_[j.check] = {it == canary_faults_.end() ? now : it->second.first, j.message};
+    auto it = state_.faults.find(j.check);
+    state_.faults[j.check] = {it == state_.faults.end() ? now : it->second.first,
+                              j.message.substr(0, 1024)};
   } else {
     canary::PairResult r;
     r.a = pair.a;
@@ -384,14 +460,14 @@ void CanaryRunner::Finish(PairRun& pair, const canary::Judgement& j, TimePoint n
                                              : canary::Outcome::kPairFault;
     results.push_back(std::move(r));
     if (j.kind == Kind::kPass) {
-      canary_faults_.clear();  // the pipeline works again
+      state_.faults.clear();  // the canary itself works again
     } else {
       std::string key = j.kind == Kind::kNodeFault
                             ? j.check + "|" + j.node
                             : j.check + "|" + std::min(pair.a, pair.b) + "|" + std::max(pair.a, pair.b);
-      details_[key] = {{"message", j.message.substr(0, 1024)},
-                       {"evidence", j.evidence},
-                       {"at", FormatRfc3339(now)}};
+      state_.details[key] = {{"message", j.message.substr(0, 1024)},
+                             {"evidence", j.evidence},
+                             {"at", FormatRfc3339(now)}};
     }
   }
   Log(fmt::format("canary: {} + {}: {}{}", pair.a, pair.b, outcome,
@@ -410,9 +486,6 @@ void CanaryRunner::Finish(PairRun& pair, const canary::Judgement& j, TimePoint n
     e.instance = instance_;
     e.time = now;
     poster_->Enqueue(std::move(e));
-  }
-  for (const RankJob& r : pair.ranks) {
-    if (!r.name.empty()) DeleteJob(r.name);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "canary/judge.h"
 #include "canary/attribution.h"
 #include "canary/planner.h"
+#include "canary/runner_state.h"
 #include "canary/spec.h"
 #include "controller/cache.h"
 #include "controller/event_poster.h"
@@ -34,7 +35,9 @@ struct CanaryOptions {
   canary::CanaryConfig job;     // what each canary asks for (--canary-*)
   canary::JudgeOptions judge;   // --canary-pending-deadline, --canary-expect, --canary-min-busbw
   std::chrono::seconds interval{3600};      // --canary-interval: a round starts this often
-  std::chrono::seconds stale_after{0};      // --canary-stale-after (0: 3 intervals)
+  // --canary-stale-after; 0: 3 intervals times the rounds it takes to go round every fabric node
+  // (fabric nodes / max_nodes), so that a large cluster is not stale by construction.
+  std::chrono::seconds stale_after{0};
   size_t max_nodes = 8;                     // --canary-max-nodes at once
   std::string topology_label;               // --topology-label (else the well-known keys)
   std::string env_from;                     // --canary-env-from KIND/NS/NAME
@@ -69,6 +72,7 @@ class CanaryRunner {
   struct RankJob {
     std::string name, uid;
     std::optional<TimePoint> created;
+    bool pod_seen = false;  // a pod of it was seen (one gone since was preempted or deleted)
   };
   struct PairRun {
     int index = 0;
@@ -91,12 +95,20 @@ class CanaryRunner {
   void Plan(TimePoint now);
   void Advance(TimePoint now);
   Status CreateRank(PairRun& pair, int rank, const std::string& coordinator_ip, TimePoint now);
-  // Judged: the result (not for a fault of the canary itself) goes to `results`, the Event is
-  // queued, the Jobs deleted.
+  // Judged: the result (not for a fault of the canary itself) goes to `results` and the Event is
+  // queued; the caller saves the history, then deletes the Jobs.
   void Finish(PairRun& pair, const canary::Judgement& j, TimePoint now,
               std::vector<canary::PairResult>& results);
   void DeleteJob(const std::string& name);
-  std::vector<std::string> SandboxEvents(const std::string& pod);
+  // Messages of the Events with `reason` about the object `name` in the canary namespace (cached
+  // for 10 s).
+  std::vector<std::string> EventsAbout(const std::string& name, const std::string& reason);
+  // Reads --canary-env-from again (each round): the last good read stays when it fails.
+  Status ReadReference();
+  // The coverage window: --canary-stale-after, else derived from the fleet (see CanaryOptions).
+  std::chrono::seconds Window(size_t fabric_nodes) const;
+  // Nodes where a non-canary pod holds a GPU or an RDMA resource.
+  std::set<std::string> BusyNodesIn(const k8s::Snapshot& s) const;
   void Rebuild(TimePoint now);  // findings and metrics from the history
   // The fabric nodes with their blocks; with `eligible`, also those idle and Ready now.
   std::vector<canary::NodeInfo> FabricNodes(std::vector<canary::NodeInfo>* eligible) const;
@@ -122,18 +134,15 @@ class CanaryRunner {
   bool adopted_ = false;
   std::string owner_uid_, state_version_;
   canary::History history_;
-  std::map<std::string, nlohmann::json> details_;  // latest message/evidence per finding key
-  std::map<std::string, std::pair<TimePoint, std::string>> canary_faults_;  // check -> since, message
-  std::optional<TimePoint> last_round_start_;
+  canary::RunnerState state_;  // faults of the canary itself, details, first seen, last round
+  bool reference_read_ = false;
   std::optional<Round> round_;
-  // Nodes that were fabric nodes (they stay so) and when the canaries first saw each: a node that
-  // never passed is stale that long after.
-  std::map<std::string, TimePoint> known_fabric_;
+  std::chrono::seconds window_{0};  // the coverage window at the last plan
   std::string setup_problem_;
   std::optional<TimePoint> setup_since_;
   std::chrono::steady_clock::time_point last_load_{};
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, std::vector<std::string>>>
-      sandbox_cache_;
+      events_cache_;
   uint64_t rounds_ = 0;
 
   mutable std::mutex mu_;  // what other threads read

@@ -1,6 +1,6 @@
-// The canary runner's state in its anchor ConfigMap (the history the planner reads, and what the
-// findings say), adoption of a round an earlier leader left, and the findings and metrics built
-// from the history.
+// The canary runner's state in its anchor ConfigMap (the history the planner reads, and the
+// runner's own: canary.RunnerState), adoption of a round an earlier leader left, the production
+// reference, and the findings and metrics built from the history.
 #include <fmt/format.h>
 
 #include <random>
@@ -16,18 +16,14 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxHistoryBytes = 512 << 10;
-constexpr size_t kMaxRunnerBytes = 256 << 10;
-constexpr size_t kMaxDetails = 128;
-
 std::optional<TimePoint> TimeField(const json& o, const char* key) {
   if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return std::nullopt;
-  return ParseRfc3339(o[key].get<std::string>());
+  return ParseRfc3339(o[key].get_ref<const std::string&>());
 }
 
 std::string StringField(const json& o, const char* key, size_t max) {
   if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return "";
-  std::string s = o[key].get<std::string>();
+  const std::string& s = o[key].get_ref<const std::string&>();
   return s.size() > max ? s.substr(0, max) : s;
 }
 
@@ -46,6 +42,18 @@ std::string Token() {
   return out;
 }
 
+// Whether `meta` (an object's metadata) names `uid` among its ownerReferences.
+bool OwnedBy(const json& meta, const std::string& uid) {
+  if (uid.empty() || !meta.is_object() || !meta.contains("ownerReferences") ||
+      !meta["ownerReferences"].is_array()) {
+    return false;
+  }
+  for (const json& o : meta["ownerReferences"]) {
+    if (StringField(o, "uid", 128) == uid) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Status CanaryRunner::LoadState() {
@@ -53,6 +61,9 @@ Status CanaryRunner::LoadState() {
       "/api/v1/namespaces/" + options_.job.ns + "/configmaps/" + options_.state_name;
   auto body = client_->Get(path);
   if (!body.ok()) return body.status();
+  if (body->size() > canary::kMaxHistoryInput + canary::kMaxRunnerStateBytes + 65536) {
+    return Status::ParseError("ConfigMap " + options_.state_name + " is larger than it can be");
+  }
   json cm = json::parse(*body, nullptr, false);
   if (!cm.is_object() || !cm.contains("metadata")) {
     return Status::ParseError("ConfigMap " + options_.state_name + " is not an object");
@@ -60,73 +71,33 @@ Status CanaryRunner::LoadState() {
   owner_uid_ = StringField(cm["metadata"], "uid", 128);
   state_version_ = StringField(cm["metadata"], "resourceVersion", 128);
   const json& data = cm.contains("data") && cm["data"].is_object() ? cm["data"] : json::object();
-  std::string history = StringField(data, "history", kMaxHistoryBytes + 1);
+  history_ = {};
+  state_ = {};
+  std::string history = StringField(data, "history", canary::kMaxHistoryInput + 1);
   if (!history.empty()) {
     auto h = canary::DecodeHistory(history);
     if (h.ok()) {
       history_ = std::move(*h);
     } else {
-      Log("canary: the history in ConfigMap " + options_.state_name +
-          " cannot be read (" + h.status().message() + "): starting afresh");
-      history_ = {};
+      Log("canary: the history in ConfigMap " + options_.state_name + " cannot be read (" +
+          h.status().message() + "): starting afresh");
     }
   }
-  std::string runner = StringField(data, "runner", kMaxRunnerBytes + 1);
-  json r = runner.size() > kMaxRunnerBytes ? json() : json::parse(runner, nullptr, false);
-  if (r.is_object()) {
-    last_round_start_ = TimeField(r, "last_round_start");
-    canary_faults_.clear();
-    if (r.contains("faults") && r["faults"].is_object()) {
-      for (const auto& [check, f] : r["faults"].items()) {
-        auto since = TimeField(f, "since");
-        if (since && check.rfind("canary.", 0) == 0 && canary_faults_.size() < 16) {
-          canary_faults_[check] = {*since, StringField(f, "message", 1024)};
-        }
-      }
-    }
-    details_.clear();
-    if (r.contains("details") && r["details"].is_object()) {
-      for (const auto& [key, d] : r["details"].items()) {
-        if (details_.size() >= kMaxDetails || key.size() > 600 || !d.is_object()) continue;
-        details_[key] = {{"message", StringField(d, "message", 1024)},
-                         {"at", StringField(d, "at", 40)},
-                         {"evidence", d.contains("evidence") && d["evidence"].is_object() &&
-                                              d["evidence"].dump().size() <= 2048
-                                          ? d["evidence"]
-                                          : json::object()}};
-      }
-    }
-    if (r.contains("fabric") && r["fabric"].is_object()) {
-      for (const auto& [name, seen] : r["fabric"].items()) {
-        auto t = seen.is_string() ? ParseRfc3339(seen.get<std::string>()) : std::nullopt;
-        if (t && canary::ValidNodeName(name) && known_fabric_.size() < canary::kMaxNodes) {
-          known_fabric_.emplace(name, *t);
-        }
-      }
+  std::string runner = StringField(data, "runner", canary::kMaxRunnerStateBytes + 1);
+  if (!runner.empty()) {
+    auto st = canary::DecodeRunnerState(runner);
+    if (st.ok()) {
+      state_ = std::move(*st);
+    } else {
+      Log("canary: the runner state in ConfigMap " + options_.state_name + " cannot be read (" +
+          st.status().message() + "): starting afresh");
     }
   }
   return Status::Ok();
 }
 
 Status CanaryRunner::SaveState() {
-  // The newest details only: the ConfigMap must stay well under the API's 1 MiB.
-  while (details_.size() > kMaxDetails) {
-    auto oldest = details_.begin();
-    for (auto it = details_.begin(); it != details_.end(); ++it) {
-      if (it->second.value("at", "") < oldest->second.value("at", "")) oldest = it;
-    }
-    details_.erase(oldest);
-  }
-  json r = json::object();
-  if (last_round_start_) r["last_round_start"] = FormatRfc3339(*last_round_start_);
-  r["faults"] = json::object();
-  for (const auto& [check, f] : canary_faults_) {
-    r["faults"][check] = {{"since", FormatRfc3339(f.first)}, {"message", f.second}};
-  }
-  r["details"] = json::object();
-  for (const auto& [key, d] : details_) r["details"][key] = d;
-  r["fabric"] = json::object();
-  for (const auto& [name, seen] : known_fabric_) r["fabric"][name] = FormatRfc3339(seen);
+  if (!leader_()) return Status::Unavailable("not the leader any more");
   size_t dropped = 0;
   json cm = {{"apiVersion", "v1"},
              {"kind", "ConfigMap"},
@@ -136,21 +107,76 @@ Status CanaryRunner::SaveState() {
                {"resourceVersion", state_version_},
                {"labels", {{"app.kubernetes.io/name", "tocsin-canary"}}}}},
              {"data",
-              {{"history", canary::EncodeHistory(history_, kMaxHistoryBytes, &dropped)},
-               {"runner", r.dump()}}}};
+              {{"history", canary::EncodeHistory(history_, canary::kDefaultHistoryBytes, &dropped)},
+               {"runner", canary::EncodeRunnerState(state_)}}}};
   if (dropped) Log(fmt::format("canary: {} history entries did not fit in the ConfigMap", dropped));
   auto body = client_->Send(
       "PUT", "/api/v1/namespaces/" + options_.job.ns + "/configmaps/" + options_.state_name,
       cm.dump(), "application/json");
   if (!body.ok()) {
-    Log("canary: saving the history: " + body.status().message());
-    adopted_ = false;  // someone else wrote it (a new leader?): read it again before going on
+    // Someone else wrote it (a new leader?), or the API refused: read it again before going on,
+    // and say so until a save works.
+    SetupProblem("cannot save the history in ConfigMap " + options_.job.ns + "/" +
+                 options_.state_name + ": " + body.status().message());
+    adopted_ = false;
     return body.status();
   }
+  if (setup_problem_.rfind("cannot save the history", 0) == 0) SetupProblem("");
   json saved = json::parse(*body, nullptr, false);
   if (saved.is_object() && saved.contains("metadata")) {
     state_version_ = StringField(saved["metadata"], "resourceVersion", 128);
   }
+  return Status::Ok();
+}
+
+Status CanaryRunner::ReadReference() {
+  if (options_.env_from.empty()) {
+    reference_read_ = true;
+    return Status::Ok();
+  }
+  std::vector<std::string> parts;
+  for (auto p : Split(options_.env_from, '/')) parts.emplace_back(p);
+  // Newer API versions first: batch/v1 CronJobs are 1.21+, kubeflow.org/v1 MPIJobs the training
+  // operator's and v2beta1 the MPI operator's.
+  static const std::map<std::string, std::vector<std::string>> kPaths = {
+      {"configmap", {"/api/v1/namespaces/{}/configmaps/{}"}},
+      {"job", {"/apis/batch/v1/namespaces/{}/jobs/{}"}},
+      {"cronjob",
+       {"/apis/batch/v1/namespaces/{}/cronjobs/{}", "/apis/batch/v1beta1/namespaces/{}/cronjobs/{}"}},
+      {"pytorchjob", {"/apis/kubeflow.org/v1/namespaces/{}/pytorchjobs/{}"}},
+      {"mpijob",
+       {"/apis/kubeflow.org/v1/namespaces/{}/mpijobs/{}",
+        "/apis/kubeflow.org/v2beta1/namespaces/{}/mpijobs/{}"}},
+      {"jobset", {"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets/{}"}}};
+  auto paths = parts.size() == 3 ? kPaths.find(parts[0]) : kPaths.end();
+  if (paths == kPaths.end()) {
+    return Status::InvalidArgument("--canary-env-from " + options_.env_from +
+                                   ": expected KIND/NAMESPACE/NAME (configmap, job, cronjob, "
+                                   "pytorchjob, mpijob or jobset)");
+  }
+  Result<std::string> body = Status::NotFound("");
+  for (const std::string& path : paths->second) {
+    body = client_->Get(fmt::format(fmt::runtime(path), parts[1], parts[2]));
+    if (body.ok() || body.status().code() != StatusCode::kNotFound) break;
+  }
+  if (!body.ok()) {
+    std::string what = "cannot read the canaries' reference " + options_.env_from + ": " +
+                       body.status().message();
+    if (reference_read_) Log("canary: " + what + " (the environment read before is kept)");
+    return Status::Unavailable(what);
+  }
+  if (body->size() > (8u << 20)) return Status::ParseError(options_.env_from + " is over 8 MiB");
+  auto ref = canary::ReadReference(json::parse(*body, nullptr, false));
+  if (!ref.ok()) return Status::InvalidArgument(options_.env_from + ": " + ref.status().message());
+  if (!reference_read_ || ref->env != options_.job.env) {
+    Log(fmt::format("canary: {} variables and {} tolerations from {}{}", ref->env.size(),
+                    ref->tolerations.size(), options_.env_from,
+                    ref->skipped ? fmt::format(" ({} from elsewhere, not copied)", ref->skipped)
+                                 : ""));
+  }
+  options_.job.env = ref->env;
+  options_.job.tolerations = ref->tolerations;
+  reference_read_ = true;
   return Status::Ok();
 }
 
@@ -200,40 +226,11 @@ Status CanaryRunner::Adopt(TimePoint now) {
     return Status::Unavailable("cannot read Secret " + ns + "/" + options_.job.token_secret + ": " +
                                secret.status().message());
   }
-  // The production template whose fabric environment the canaries copy.
-  if (!options_.env_from.empty()) {
-    std::vector<std::string> parts;
-    for (auto p : Split(options_.env_from, '/')) parts.emplace_back(p);
-    static const std::map<std::string, std::string> kPaths = {
-        {"configmap", "/api/v1/namespaces/{}/configmaps/{}"},
-        {"job", "/apis/batch/v1/namespaces/{}/jobs/{}"},
-        {"cronjob", "/apis/batch/v1beta1/namespaces/{}/cronjobs/{}"},
-        {"pytorchjob", "/apis/kubeflow.org/v1/namespaces/{}/pytorchjobs/{}"},
-        {"mpijob", "/apis/kubeflow.org/v2beta1/namespaces/{}/mpijobs/{}"},
-        {"jobset", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets/{}"}};
-    auto path = parts.size() == 3 ? kPaths.find(parts[0]) : kPaths.end();
-    if (path == kPaths.end()) {
-      return Status::InvalidArgument("--canary-env-from " + options_.env_from +
-                                     ": expected KIND/NAMESPACE/NAME (configmap, job, cronjob, "
-                                     "pytorchjob, mpijob or jobset)");
-    }
-    auto body = client_->Get(fmt::format(fmt::runtime(path->second), parts[1], parts[2]));
-    if (!body.ok()) {
-      return Status::Unavailable("cannot read the canaries' reference " + options_.env_from +
-                                 ": " + body.status().message());
-    }
-    auto ref = canary::ReadReference(json::parse(*body, nullptr, false));
-    if (!ref.ok()) return Status::InvalidArgument(options_.env_from + ": " + ref.status().message());
-    options_.job.env = ref->env;
-    options_.job.tolerations = ref->tolerations;
-    Log(fmt::format("canary: {} variables and {} tolerations from {}{}", ref->env.size(),
-                    ref->tolerations.size(), options_.env_from,
-                    ref->skipped ? fmt::format(" ({} from elsewhere, not copied)", ref->skipped)
-                                 : ""));
-  }
-  // A round an earlier leader left: its Jobs say which pairs are still on their way. The newest
-  // round is carried on; older leftovers are deleted.
-  auto list = client_->Get("/apis/batch/v1/namespaces/" + ns + "/jobs?labelSelector=tocsin.io%2Fcanary%3Dtrue");
+  // A round an earlier leader left: its Jobs say which pairs are still on their way. Only Jobs
+  // this ConfigMap owns (labels anyone can copy). The newest round is carried on; older
+  // leftovers are deleted.
+  auto list = client_->Get("/apis/batch/v1/namespaces/" + ns +
+                           "/jobs?labelSelector=tocsin.io%2Fcanary%3Dtrue&limit=1000");
   if (!list.ok()) {
     return Status::Unavailable("cannot list the canary Jobs in " + ns + ": " +
                                list.status().message());
@@ -244,19 +241,20 @@ Status CanaryRunner::Adopt(TimePoint now) {
     for (const json& item : jobs["items"]) {
       if (!item.is_object() || !item.contains("metadata")) continue;
       const json& meta = item["metadata"];
+      if (!OwnedBy(meta, owner_uid_)) continue;
       const json& labels = meta.contains("labels") ? meta["labels"] : json::object();
       const json& ann = meta.contains("annotations") ? meta["annotations"] : json::object();
       std::string round = StringField(labels, canary::kRoundLabel, 63);
       auto pair = ParseInt64(StringField(labels, canary::kPairLabel, 10));
       auto rank = ParseInt64(StringField(labels, canary::kRankLabel, 2));
+      std::string node = StringField(ann, canary::kNodeAnnotation, 253);
+      std::string partner = StringField(ann, canary::kPartnerAnnotation, 253);
       if (round.empty() || !pair || !rank || *pair < 0 || *pair > 100000 || *rank < 0 ||
-          *rank > 1) {
+          *rank > 1 || !canary::ValidNodeName(node) || !canary::ValidNodeName(partner)) {
         continue;
       }
       PairRun& p = rounds[round][static_cast<int>(*pair)];
       p.index = static_cast<int>(*pair);
-      std::string node = StringField(ann, canary::kNodeAnnotation, 253);
-      std::string partner = StringField(ann, canary::kPartnerAnnotation, 253);
       p.a = *rank == 0 ? node : partner;
       p.b = *rank == 0 ? partner : node;
       p.why = StringField(ann, canary::kWhyAnnotation, 32);
@@ -290,6 +288,8 @@ Status CanaryRunner::Adopt(TimePoint now) {
       Log(fmt::format("canary: carrying on round {} ({} pairs in flight)", round.id,
                       round.pairs.size()));
       round_ = std::move(round);
+      // The window the round was planned with, for the results still to come.
+      window_ = Window(FabricNodes(nullptr).size());
     }
   }
   return Status::Ok();
@@ -297,10 +297,11 @@ Status CanaryRunner::Adopt(TimePoint now) {
 
 void CanaryRunner::Rebuild(TimePoint now) {
   std::vector<canary::NodeInfo> all = FabricNodes(nullptr);
+  std::chrono::seconds window = Window(all.size());
   std::vector<Finding> out;
   auto detail = [&](const std::string& key, Finding& f, const std::string& fallback) {
-    auto it = details_.find(key);
-    if (it == details_.end()) {
+    auto it = state_.details.find(key);
+    if (it == state_.details.end()) {
       f.message = fallback;
       return;
     }
@@ -337,7 +338,7 @@ void CanaryRunner::Rebuild(TimePoint now) {
     f.message += " (not yet attributed: each node is tested again with a known-good partner)";
     out.push_back(std::move(f));
   }
-  for (const auto& [check, fault] : canary_faults_) {
+  for (const auto& [check, fault] : state_.faults) {
     out.push_back({.check = check, .severity = SeverityOf(check), .subject = "canary",
                    .message = fault.second, .since = fault.first});
   }
@@ -352,25 +353,23 @@ void CanaryRunner::Rebuild(TimePoint now) {
       last_pass[n.name] = static_cast<double>(
           std::chrono::duration_cast<std::chrono::seconds>(last->time_since_epoch()).count());
     }
-    auto seen = known_fabric_.find(n.name);
+    auto seen = state_.first_seen.find(n.name);
     std::optional<TimePoint> from = last;
-    if (!from && seen != known_fabric_.end()) from = seen->second;
-    if (from && now - *from > options_.stale_after) {
+    if (!from && seen != state_.first_seen.end()) from = seen->second;
+    if (from && now - *from > window) {
       out.push_back({.check = "canary.stale",
                      .severity = Severity::kWarning,
                      .subject = n.name,
                      .message = last ? fmt::format("no canary has passed on {} since {} (more "
                                                    "than {}s: it was busy, failing or not planned)",
-                                                   n.name, FormatRfc3339(*last),
-                                                   options_.stale_after.count())
+                                                   n.name, FormatRfc3339(*last), window.count())
                                      : fmt::format("no canary has passed on {} since the canaries "
                                                    "first saw it at {} (more than {}s)",
-                                                   n.name, FormatRfc3339(*from),
-                                                   options_.stale_after.count()),
-                     .since = *from + options_.stale_after});
+                                                   n.name, FormatRfc3339(*from), window.count()),
+                     .since = *from + window});
     }
   }
-  canary::Coverage c = canary::ComputeCoverage(all, history_, now, options_.stale_after);
+  canary::Coverage c = canary::ComputeCoverage(all, history_, now, window);
   metrics_->SetCoverage(c.node_ratio(), c.block_pair_ratio(), std::move(last_pass));
   bool changed;
   {
