@@ -3,25 +3,11 @@
 #include <algorithm>
 
 #include "canary/history.h"
+#include "canary/json_fields.h"
 
 namespace tocsin::canary {
 
 using nlohmann::json;
-
-namespace {
-
-std::optional<TimePoint> TimeField(const json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return std::nullopt;
-  return ParseRfc3339(o[key].get_ref<const std::string&>());
-}
-
-std::string StringField(const json& o, const char* key, size_t max) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return "";
-  const std::string& s = o[key].get_ref<const std::string&>();
-  return s.size() > max ? s.substr(0, max) : s;
-}
-
-}  // namespace
 
 std::string EncodeRunnerState(RunnerState st) {
   while (st.details.size() > kMaxDetails) {

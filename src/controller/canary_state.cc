@@ -6,26 +6,18 @@
 #include <random>
 
 #include "base/strings.h"
+#include "canary/json_fields.h"
 #include "controller/canary_metrics.h"
 #include "controller/canary_runner.h"
 #include "controller/log.h"
 
 namespace tocsin::controller {
 
+using canary::StringField;
+using canary::TimeField;
 using nlohmann::json;
 
 namespace {
-
-std::optional<TimePoint> TimeField(const json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return std::nullopt;
-  return ParseRfc3339(o[key].get_ref<const std::string&>());
-}
-
-std::string StringField(const json& o, const char* key, size_t max) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return "";
-  const std::string& s = o[key].get_ref<const std::string&>();
-  return s.size() > max ? s.substr(0, max) : s;
-}
 
 Severity SeverityOf(const std::string& check) {
   if (check == "canary.stale" || check == "canary.busbw.low" || check == "canary.placement" ||
