@@ -188,6 +188,22 @@ class CanaryTest(ClusterTestCase):
                                 if o["metadata"]["labels"]["tocsin.io/canary-round"] == round_id],
                    60, "the judged round's objects gone")
 
+    def test_without_its_rbac_canaries_cannot_run_and_say_so(self):
+        c = self.cluster
+        c.kubectl("delete", "rolebinding", "-n", NS, "tocsin-controller-canary")
+        try:
+            ctl = self.start("--canary-expect", "tcp")
+
+            def setup():
+                return [f for f in self.canary_findings(ctl) if f["check"] == "canary.setup"]
+            [f] = c.wait_for(setup, 60, "canary.setup on /metrics", interval=0.5)
+            self.assertEqual(f["subject"], "canary")
+            self.assertEqual(ctl.value("tocsin_check_status", check="canary.setup"), 0)
+            self.assertIn("forbidden", ctl.log().lower())
+            self.assertEqual(self.canary_objects(), [])
+        finally:
+            c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "controller", "canary-rbac.yaml"))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
