@@ -159,7 +159,16 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
                                         st && !st->waiting_reason.empty() ? st->waiting_reason
                                                                           : pod.phase)
                           : "FailedCreatePodSandBox: " + Quote(r.sandbox_events.back(), kMaxQuoted);
-    return Fault(Kind::kNodeFault, "canary.sandbox", node,
+    // Multus cannot find the NetworkAttachmentDefinition the canary names: the same on every
+    // node, the canary's setup (--canary-network), not this node's.
+    bool missing_network = false;
+    for (const std::string& e : r.sandbox_events) {
+      missing_network |= e.find("cannot find a network-attachment-definition") != std::string::npos ||
+                         (e.find("network-attachment-definitions") != std::string::npos &&
+                          e.find("not found") != std::string::npos);
+    }
+    return Fault(missing_network ? Kind::kCanaryFault : Kind::kNodeFault, "canary.sandbox",
+                 missing_network ? "" : node,
                  fmt::format("rank {} on {} has not started in {}: {}", r.rank, node,
                              Secs(now - created), why),
                  std::move(ev));

@@ -90,7 +90,13 @@ TEST(CanaryJudge, EachStuckStageIsNamedByItsCause) {
                        "definition (rdma-net)"};
   Judgement s = JudgeRank(sb, o, late);
   EXPECT_EQ(s.check, "canary.sandbox");
+  EXPECT_EQ(s.kind, Kind::kCanaryFault);  // the canary's network is missing: not the node's fault
   EXPECT_NE(s.message.find("rdma-net"), std::string::npos);
+  sb.sandbox_events = {"failed to set up pod network: plugin type=\"ib-sriov\" failed: no VF "
+                       "available on mlx5_0"};
+  Judgement vf = JudgeRank(sb, o, late);
+  EXPECT_EQ(vf.kind, Kind::kNodeFault);
+  EXPECT_EQ(vf.node, "n0");
   // The image.
   k8s::Pod image = sandbox;
   image.statuses[0].waiting_reason = "ImagePullBackOff";
