@@ -180,9 +180,10 @@ nlohmann::json ReportToJson(const Report& report) {
 }
 
 std::string RenderReport(const Report& report, OutputFormat format, size_t width) {
-  if (format == OutputFormat::kJson) {
+  if (format != OutputFormat::kTable) {
     // Replace invalid UTF-8 (it can come from sysfs or log text) instead of throwing.
-    return ReportToJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+    return ReportToJson(report).dump(format == OutputFormat::kJson ? 2 : -1, ' ', false,
+                                     nlohmann::json::error_handler_t::replace) +
            "\n";
   }
   return RenderText(report, width);

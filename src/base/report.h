@@ -18,7 +18,8 @@ enum ExitCode : int {
   kExitInternal = 3,  // a bug
 };
 
-enum class OutputFormat { kTable, kJson };
+// kJsonLine: the JSON on one line (JSON Lines, for a report that ends a stream of events).
+enum class OutputFormat { kTable, kJson, kJsonLine };
 
 // A table for people: one section of the `-o table` output.
 struct Table {

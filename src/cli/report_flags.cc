@@ -34,7 +34,9 @@ size_t TableWidth() {
 }  // namespace
 
 int ReportFlags::Emit(const Report& report) const {
-  OutputFormat format = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  OutputFormat format = output != "json" ? OutputFormat::kTable
+                        : json_lines     ? OutputFormat::kJsonLine
+                                         : OutputFormat::kJson;
   std::string text = RenderReport(report, format, TableWidth());
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
