@@ -42,8 +42,8 @@ Status Agent::Discover() {
   // scan that outlives it is abandoned (the tasks' own deadlines then report it).
   auto summary = std::make_shared<std::promise<std::string>>();
   std::future<std::string> found = summary->get_future();
-  std::thread([root = options_.root, summary] {
-    auto env = NewRootedEnv(root);
+  std::thread([root = options_.root, make_env = options_.discover_env, summary] {
+    auto env = make_env ? make_env(root) : NewRootedEnv(root);
     rdma::Scan rdma = rdma::ScanDevices(*env);
     gpu::Scan gpus = gpu::ScanGpus(*env);
     storage::Scan storage = storage::ScanStorage(*env);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "agent/scheduler.h"
 #include "k8s/kubeconfig.h"
 #include "node/node.h"
+#include "sys/env.h"
 
 namespace tocsin::agent {
 
@@ -41,6 +43,8 @@ struct AgentOptions {
   ConditionOptions conditions;
   std::chrono::milliseconds reconcile{10000};  // conditions evaluated (and written) this often
   std::chrono::milliseconds discover_timeout{10000};  // Discover's scan of the node, at most
+  // The Env of Discover's scan, made on its thread (tests: one that hangs; null: NewRootedEnv).
+  std::function<std::unique_ptr<Env>(const std::string& root)> discover_env;
   // Kubernetes: off with --no-kube.
   bool kube = true;
   k8s::KubeconfigOptions kubeconfig;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -34,6 +35,33 @@ void Respond(mg_connection* conn, int status, const char* type, const std::strin
 }
 
 int QuietLog(const mg_connection*, const char*) { return 1; }  // no access/error log spam
+
+// Why `host:port` cannot be listened on, found by binding it once more: civetweb only says that
+// it could not ("address already in use", "permission denied" for a port below 1024, ...).
+std::string ListenCause(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(), &hints,
+                       &res);
+  if (rc != 0) return std::string("cannot resolve the address: ") + gai_strerror(rc);
+  std::string cause = "the address was free when tried again";
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    cause = strerror(errno);
+  } else {
+    int one = 1;  // as civetweb
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
+      cause = errno == EADDRINUSE ? "address already in use (another process listens there)"
+                                  : strerror(errno);
+    }
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return cause;
+}
 
 }  // namespace
 
@@ -123,7 +151,9 @@ Status MetricsServer::Start(const std::string& host, int port) {
   callbacks.log_message = QuietLog;
   host_ = host;
   ctx_ = mg_start(&callbacks, this, options);
-  if (ctx_ == nullptr) return Status::Unavailable("cannot listen on " + listen);
+  if (ctx_ == nullptr) {
+    return Status::Unavailable("cannot listen on " + listen + ": " + ListenCause(host, port));
+  }
   mg_set_request_handler(ctx_, "/", &MetricsServer::Handle, this);
   mg_server_port ports[4] = {};
   int n = mg_get_server_ports(ctx_, 4, ports);

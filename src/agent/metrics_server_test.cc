@@ -44,6 +44,31 @@ TEST(MetricsServerTest, ServesMetricsHealthAndReadiness) {
   server.Stop();
 }
 
+// The agent's and the controller's --listen on a port another process holds: the message names
+// the cause, not only that it failed.
+TEST(MetricsServerTest, APortInUseIsNamed) {
+  int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int port = ntohs(addr.sin_port);
+  MetricsServer server(std::make_shared<prometheus::Registry>());
+  Status st = server.Start("127.0.0.1", port);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "cannot listen on 127.0.0.1:" + std::to_string(port) +
+                              ": address already in use (another process listens there)");
+  close(holder);
+  Status bad = MetricsServer(std::make_shared<prometheus::Registry>()).Start("203.0.113.7", port);
+  ASSERT_FALSE(bad.ok());  // not an address of this host
+  EXPECT_NE(bad.message().find("Cannot assign requested address"), std::string::npos)
+      << bad.message();
+}
+
 // promtool (Prometheus' own linter) must accept the exposition.
 TEST(MetricsServerTest, PromtoolAcceptsTheExposition) {
   auto registry = std::make_shared<prometheus::Registry>();

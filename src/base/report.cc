@@ -10,6 +10,8 @@
 namespace tocsin {
 namespace {
 
+constexpr size_t kMinWrapWidth = 24;  // a wrapped column is never narrower
+
 std::string StatusName(const std::vector<Finding>& findings) {
   auto worst = WorstSeverity(findings);
   return worst ? std::string(SeverityName(*worst)) : "ok";
@@ -24,7 +26,43 @@ size_t DisplayWidth(const std::string& s) {
   return n;
 }
 
-void RenderTable(const Table& raw, std::string& out) {
+// The first `cols` terminal columns of `s` (whole UTF-8 characters).
+size_t PrefixBytes(const std::string& s, size_t cols) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && n++ == cols) return i;
+  }
+  return s.size();
+}
+
+// `s` in lines of at most `width` columns, broken at spaces; a longer word is cut.
+std::vector<std::string> WrapText(const std::string& s, size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  bool fresh = true;  // nothing placed on `line` yet
+  for (size_t start = 0; start <= s.size();) {
+    size_t end = std::min(s.find(' ', start), s.size());
+    std::string word = s.substr(start, end - start);
+    start = end + 1;
+    if (!fresh && DisplayWidth(line) + 1 + DisplayWidth(word) > width) {
+      lines.push_back(line);
+      line.clear();
+      fresh = true;
+    }
+    if (!fresh) line += ' ';
+    while (DisplayWidth(word) > width) {  // on a fresh line: longer than any line
+      size_t cut = PrefixBytes(word, width);
+      lines.push_back(word.substr(0, cut));
+      word = word.substr(cut);
+    }
+    line += word;
+    fresh = false;
+  }
+  lines.push_back(line);
+  return lines;
+}
+
+void RenderTable(const Table& raw, size_t max_width, std::string& out) {
   // Every cell may come from a snapshot, a log or a peer: no terminal escapes, no forged rows.
   Table table = raw;
   table.title = EscapeControl(table.title);
@@ -44,7 +82,18 @@ void RenderTable(const Table& raw, std::string& out) {
         widths[i] = std::max(widths[i], DisplayWidth(row[i]));
       }
     }
-    auto line = [&](const std::vector<std::string>& cells) {
+    // A row wider than the terminal wraps its widest column (a finding's message, most often)
+    // onto lines of its own under the row; the other columns keep their place.
+    size_t total = 0;
+    for (size_t w : widths) total += w + 2;
+    size_t wrap = widths.size();
+    if (total > max_width) {
+      wrap = static_cast<size_t>(std::max_element(widths.begin(), widths.end()) - widths.begin());
+      size_t others = total - widths[wrap];
+      size_t fit = max_width > others + kMinWrapWidth ? max_width - others : kMinWrapWidth;
+      widths[wrap] = std::max(std::min(widths[wrap], fit), DisplayWidth(table.columns[wrap]));
+    }
+    auto one_line = [&](const std::vector<std::string>& cells) {
       std::string l = " ";
       for (size_t i = 0; i < widths.size(); ++i) {
         const std::string cell = i < cells.size() ? cells[i] : "";
@@ -55,14 +104,30 @@ void RenderTable(const Table& raw, std::string& out) {
       while (!l.empty() && l.back() == ' ') l.pop_back();
       out += l + "\n";
     };
+    auto line = [&](const std::vector<std::string>& cells) {
+      if (wrap >= cells.size()) return one_line(cells);
+      std::vector<std::string> parts = WrapText(cells[wrap], widths[wrap]);
+      std::vector<std::string> row = cells;
+      for (size_t k = 0; k < parts.size(); ++k) {
+        if (k == 1) row.assign(widths.size(), "");  // continuation: the wrapped column only
+        row[wrap] = parts[k];
+        one_line(row);
+      }
+    };
     line(table.columns);
     for (const auto& row : table.rows) line(row);
   }
-  for (const auto& note : table.notes) out += "  note: " + note + "\n";
+  for (const auto& note : table.notes) {
+    std::string lead = "  note: ";
+    for (const auto& part : WrapText(note, max_width > 32 ? max_width - 8 : kMinWrapWidth)) {
+      out += lead + part + "\n";
+      lead = "        ";
+    }
+  }
   out += "\n";
 }
 
-std::string RenderText(const Report& report) {
+std::string RenderText(const Report& report, size_t width) {
   std::string out =
       fmt::format("tocsin {}  host={}  at={}  status={}\n\n", report.command,
                   EscapeControl(report.host),
@@ -72,8 +137,8 @@ std::string RenderText(const Report& report) {
     findings.rows.push_back({std::string(SeverityName(f.severity)), f.check, f.subject, f.message,
                              f.since ? FormatRfc3339(*f.since) : "-"});
   }
-  RenderTable(findings, out);
-  for (const auto& t : report.tables) RenderTable(t, out);
+  RenderTable(findings, width, out);
+  for (const auto& t : report.tables) RenderTable(t, width, out);
   return out;
 }
 
@@ -114,13 +179,14 @@ nlohmann::json ReportToJson(const Report& report) {
           {"inventory", report.inventory}};
 }
 
-std::string RenderReport(const Report& report, OutputFormat format) {
-  if (format == OutputFormat::kJson) {
+std::string RenderReport(const Report& report, OutputFormat format, size_t width) {
+  if (format != OutputFormat::kTable) {
     // Replace invalid UTF-8 (it can come from sysfs or log text) instead of throwing.
-    return ReportToJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+    return ReportToJson(report).dump(format == OutputFormat::kJson ? 2 : -1, ' ', false,
+                                     nlohmann::json::error_handler_t::replace) +
            "\n";
   }
-  return RenderText(report);
+  return RenderText(report, width);
 }
 
 int ExitCodeFor(const Report& report, Severity fail_on, bool observe_only) {

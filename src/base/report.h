@@ -18,7 +18,8 @@ enum ExitCode : int {
   kExitInternal = 3,  // a bug
 };
 
-enum class OutputFormat { kTable, kJson };
+// kJsonLine: the JSON on one line (JSON Lines, for a report that ends a stream of events).
+enum class OutputFormat { kTable, kJson, kJsonLine };
 
 // A table for people: one section of the `-o table` output.
 struct Table {
@@ -46,7 +47,10 @@ void SortFindings(std::vector<Finding>& findings);
 
 // {"tocsin_version","command","host","generated_at","status","findings":[...],"inventory":{...}}
 nlohmann::json ReportToJson(const Report& report);
-std::string RenderReport(const Report& report, OutputFormat format);
+// Tables wider than `width` columns wrap their widest column (`-o table`: the terminal's width,
+// or kTableWidth when the output is not a terminal).
+constexpr size_t kTableWidth = 100;
+std::string RenderReport(const Report& report, OutputFormat format, size_t width = kTableWidth);
 
 // 0 when no finding is at or above fail_on (or observe_only), else 1.
 int ExitCodeFor(const Report& report, Severity fail_on, bool observe_only);

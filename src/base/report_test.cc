@@ -85,6 +85,54 @@ TEST(ReportTest, TableCellsCannotEscapeTheTerminalOrForgeRows) {
   EXPECT_EQ(out.substr(0, out.find('\n')).find("forged"), std::string::npos);
 }
 
+// Long messages (NCCL WARNs, API errors) made 200-260-column rows: the widest column wraps to
+// the width, under its row, and no line is wider than the width.
+TEST(ReportTest, LongMessagesWrapToTheWidth) {
+  Report r = Sample();
+  std::string words;
+  for (int i = 0; i < 30; ++i) words += "word" + std::to_string(i) + " ";
+  r.findings[0].message = "NET/IB : Got completion with error 12, opcode 1, len 0 " + words +
+                          std::string(150, 'z');
+  for (size_t width : {size_t{100}, size_t{120}, size_t{160}}) {
+    std::string out = RenderReport(r, OutputFormat::kTable, width);
+    size_t widest = 0, lines = 0;
+    for (size_t at = 0, nl; at < out.size(); at = nl + 1) {
+      nl = out.find('\n', at);
+      widest = std::max(widest, nl - at);
+      ++lines;
+    }
+    EXPECT_LE(widest, width) << out;
+    // Nothing is lost: every word is there, in order, and the long run is cut, not dropped.
+    size_t prev = 0;
+    for (int i = 0; i < 30; ++i) {
+      size_t at = out.find("word" + std::to_string(i) + " ");
+      if (at == std::string::npos) at = out.find("word" + std::to_string(i) + "\n");
+      ASSERT_NE(at, std::string::npos) << i << "\n" << out;
+      EXPECT_GT(at, prev);
+      prev = at;
+    }
+    size_t xs = 0;
+    for (char c : out) xs += c == 'z';
+    EXPECT_EQ(xs, 150u);
+    // The severity and check stay on the finding's first line.
+    size_t first = out.find("rdma.port.errors");
+    EXPECT_NE(out.substr(out.rfind('\n', first) + 1).find("NET/IB"), std::string::npos);
+  }
+  // A short table keeps one line per row.
+  Report s = Sample();
+  std::string narrow = RenderReport(s, OutputFormat::kTable, 100);
+  EXPECT_EQ(narrow, RenderReport(s, OutputFormat::kTable, 400));
+}
+
+TEST(ReportTest, LongNotesWrapToo) {
+  Report r = Sample();
+  r.tables[0].notes.push_back(std::string(60, 'a') + " " + std::string(60, 'b'));
+  std::string out = RenderReport(r, OutputFormat::kTable, 100);
+  EXPECT_NE(out.find("  note: " + std::string(60, 'a') + "\n        " + std::string(60, 'b')),
+            std::string::npos)
+      << out;
+}
+
 TEST(ReportTest, InvalidUtf8DoesNotThrow) {
   Report r = Sample();
   r.findings[0].message = std::string("bad \xff\xfe bytes");

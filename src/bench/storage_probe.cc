@@ -62,8 +62,16 @@ struct Worker {
   Status error;
 };
 
+// Every file of the probe is opened relative to its folder's descriptor, never by following a
+// link: a link or a file planted in the folder is refused, not written through (O_NOFOLLOW on
+// every open, O_EXCL on every creation, the folder itself opened with O_NOFOLLOW).
 struct StorageProbe::Shared {
+  ~Shared() {
+    if (dir_fd >= 0) close(dir_fd);
+  }
   ProbeOptions o;
+  int dir_fd = -1;
+  int dir_errno = 0;  // why the folder could not be opened
   std::mutex mu;
   std::condition_variable cv;
   int running = 0;
@@ -76,9 +84,10 @@ struct StorageProbe::Shared {
     std::lock_guard<std::mutex> l(mu);
     if (std::find(created.begin(), created.end(), p) == created.end()) created.push_back(p);
   }
-  std::string DataFile(int w) const {
-    return o.dir + (o.shared_file ? "/shared.dat" : "/data-" + std::to_string(w) + ".dat");
+  std::string DataName(int w) const {
+    return o.shared_file ? "shared.dat" : "data-" + std::to_string(w) + ".dat";
   }
+  std::string DataFile(int w) const { return o.dir + "/" + DataName(w); }
   uint64_t Base(int w) const { return o.shared_file ? o.size * w : 0; }
   uint64_t FileId(int w) const { return o.shared_file ? 0 : w; }
 };
@@ -99,9 +108,40 @@ auto Timed(Worker& wk, F op) {
   return r;
 }
 
+// Opens `name` in `dir_fd` without following a link. A creation is exclusive, except for the
+// file shared by all workers (`shared`), which each worker may find made by another: then it
+// must be a regular file with one link, as made by this process's user.
+int OpenIn(int dir_fd, const std::string& name, int flags, bool shared = false) {
+  if (dir_fd < 0) {
+    errno = EBADF;
+    return -1;
+  }
+  int base = flags | O_CLOEXEC | O_NOFOLLOW;
+  int fd = openat(dir_fd, name.c_str(), (flags & O_CREAT) ? base | O_EXCL : base, 0644);
+  if (fd >= 0 || !(shared && (flags & O_CREAT) && errno == EEXIST)) return fd;
+  fd = openat(dir_fd, name.c_str(), base & ~O_CREAT);
+  if (fd < 0) return fd;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid()) {
+    close(fd);
+    errno = EEXIST;
+    return -1;
+  }
+  return fd;
+}
+
+// Why an open failed: a link where the probe's file should be is named as such.
+std::string OpenError(const Shared& s) {
+  if (s.dir_fd < 0) return "probe folder " + s.o.dir + ": " + strerror(s.dir_errno);
+  if (errno == ELOOP || errno == EEXIST) {
+    return "already there, not made by the probe (a planted link or file?): refused, not followed";
+  }
+  return Errno();
+}
+
 int OpenData(Shared& s, int w, int flags) {
   if (s.o.direct) flags |= O_DIRECT;
-  int fd = open(s.DataFile(w).c_str(), flags | O_CLOEXEC, 0644);
+  int fd = OpenIn(s.dir_fd, s.DataName(w), flags, s.o.shared_file);
   if (fd < 0 && errno == EINVAL && s.o.direct) {
     return -2;  // the filesystem refuses O_DIRECT
   }
@@ -109,10 +149,9 @@ int OpenData(Shared& s, int w, int flags) {
 }
 
 Status WritePhase(Shared& s, int w, Worker& wk) {
-  int fd = OpenData(s, w, O_WRONLY | O_CREAT);
+  int fd = OpenData(s, w, O_WRONLY);  // made by prepare-write
   if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
-  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
-  s.Created(wk.path);
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + OpenError(s));
   AlignedBuffer buf(s.o.block);
   std::memcpy(buf.data, s.pattern.data(), s.o.block);
   uint64_t blocks = s.o.size / s.o.block;
@@ -141,7 +180,7 @@ Status WritePhase(Shared& s, int w, Worker& wk) {
 
 // Drops the file's pages from the cache and measures how much stayed (mincore).
 void DropCache(Shared& s, int w, Worker& wk) {
-  int fd = open(wk.path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = OpenIn(s.dir_fd, s.DataName(w), O_RDONLY);
   if (fd < 0) return;
   wk.op_start_ns.store(NowNs());
   posix_fadvise(fd, static_cast<off_t>(s.Base(w)), static_cast<off_t>(s.o.size),
@@ -164,7 +203,7 @@ void DropCache(Shared& s, int w, Worker& wk) {
 Status ReadPhase(Shared& s, int w, Worker& wk) {
   int fd = OpenData(s, w, O_RDONLY);
   if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
-  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + OpenError(s));
   // As fio's fadvise_hint: a streaming reader says so (a larger readahead window).
   posix_fadvise(fd, static_cast<off_t>(s.Base(w)), static_cast<off_t>(s.o.size),
                 POSIX_FADV_SEQUENTIAL);
@@ -198,7 +237,7 @@ Status ReadPhase(Shared& s, int w, Worker& wk) {
 Status RandReadPhase(Shared& s, int w, Worker& wk) {
   int fd = OpenData(s, w, O_RDONLY);
   if (fd == -2) return Status::InvalidArgument("O_DIRECT is not supported here");
-  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + OpenError(s));
   posix_fadvise(fd, static_cast<off_t>(s.Base(w)), static_cast<off_t>(s.o.size), POSIX_FADV_RANDOM);
   AlignedBuffer buf(4096);
   uint64_t pages = s.o.size / 4096;
@@ -218,12 +257,12 @@ Status RandReadPhase(Shared& s, int w, Worker& wk) {
   return Status::Ok();
 }
 
+std::string FsyncName(int w) { return "fsync-" + std::to_string(w) + ".dat"; }
+
 Status FsyncPhase(Shared& s, int w, Worker& wk) {
-  wk.path = s.o.dir + "/fsync-" + std::to_string(w) + ".dat";
-  int fd =
-      open(wk.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (s.o.direct ? O_DIRECT : 0), 0644);
-  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
-  s.Created(wk.path);
+  wk.path = s.o.dir + "/" + FsyncName(w);
+  int fd = OpenIn(s.dir_fd, FsyncName(w), O_WRONLY | (s.o.direct ? O_DIRECT : 0));  // prepared
+  if (fd < 0) return Status::IoError(wk.path + ": open: " + OpenError(s));
   AlignedBuffer buf(4096);
   std::memcpy(buf.data, s.pattern.data(), 4096);
   for (int i = 0; i < s.o.fsync_ops && !s.stop.load(); ++i) {
@@ -243,33 +282,43 @@ Status FsyncPhase(Shared& s, int w, Worker& wk) {
 }
 
 Status MetaPhase(Shared& s, int w, Worker& wk, const std::string& op) {
-  std::string dir = s.o.dir + "/meta-" + std::to_string(w);
+  std::string name = "meta-" + std::to_string(w);
+  std::string dir = s.o.dir + "/" + name;
+  if (s.dir_fd < 0) return Status::IoError(dir + ": " + OpenError(s));
   if (op == "meta-create") {
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::IoError(dir + ": mkdir: " + Errno());
+    if (mkdirat(s.dir_fd, name.c_str(), 0700) != 0) {
+      return Status::IoError(dir + ": mkdir: " + OpenError(s));
     }
     s.Created(dir);
   }
+  int meta_fd = openat(s.dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (meta_fd < 0) return Status::IoError(dir + ": open: " + OpenError(s));
+  Status st;
   for (int i = 0; i < s.o.files && !s.stop.load(); ++i) {
-    std::string f = dir + "/f" + std::to_string(i);
+    std::string file = "f" + std::to_string(i);
+    std::string f = dir + "/" + file;
     wk.path = f;
     int rc = Timed(wk, [&] {
       if (op == "meta-create") {
-        int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int fd = OpenIn(meta_fd, file, O_WRONLY | O_CREAT);
         if (fd < 0) return -1;
         return close(fd);
       }
       if (op == "meta-stat") {
-        struct stat st;
-        return stat(f.c_str(), &st);
+        struct stat sb;
+        return fstatat(meta_fd, file.c_str(), &sb, AT_SYMLINK_NOFOLLOW);
       }
-      return unlink(f.c_str());
+      return unlinkat(meta_fd, file.c_str(), 0);
     });
-    if (rc != 0) return Status::IoError(f + ": " + op.substr(5) + ": " + Errno());
+    if (rc != 0) {
+      st = Status::IoError(f + ": " + op.substr(5) + ": " + OpenError(s));
+      break;
+    }
     if (op == "meta-create") s.Created(f);
     ++wk.ops;
   }
-  return Status::Ok();
+  close(meta_fd);
+  return st;
 }
 
 // Untimed set-up, as fio lays out its files before timing: space allocated for the files
@@ -280,11 +329,14 @@ Status Prepare(Shared& s, const std::string& phase, int w, Worker& wk) {
     return Status::Ok();
   }
   bool fsync_file = phase == "prepare-fsync";
-  if (fsync_file) wk.path = s.o.dir + "/fsync-" + std::to_string(w) + ".dat";
+  std::string name = fsync_file ? FsyncName(w) : s.DataName(w);
+  wk.path = s.o.dir + "/" + name;
   uint64_t base = fsync_file ? 0 : s.Base(w);
   uint64_t len = fsync_file ? static_cast<uint64_t>(s.o.fsync_ops) * 4096 : s.o.size;
-  int fd = Timed(wk, [&] { return open(wk.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644); });
-  if (fd < 0) return Status::IoError(wk.path + ": open: " + Errno());
+  int fd = Timed(wk, [&] {
+    return OpenIn(s.dir_fd, name, O_WRONLY | O_CREAT, !fsync_file && s.o.shared_file);
+  });
+  if (fd < 0) return Status::IoError(wk.path + ": create: " + OpenError(s));
   s.Created(wk.path);
   Timed(wk, [&] { return fallocate(fd, 0, static_cast<off_t>(base), static_cast<off_t>(len)); });
   close(fd);  // a filesystem without fallocate is measured without it
@@ -304,6 +356,10 @@ Status RunWorker(Shared& s, const std::string& phase, int w, Worker& wk) {
 
 StorageProbe::StorageProbe(ProbeOptions options) : s_(std::make_shared<Shared>()) {
   s_->o = std::move(options);
+  // The caller made the folder just before (mkdtemp): opening it does not wait on the filesystem
+  // more than making it did.
+  s_->dir_fd = open(s_->o.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (s_->dir_fd < 0) s_->dir_errno = errno;
   s_->pattern.resize(std::max<uint64_t>(s_->o.block, 4096));
   FillPattern(s_->pattern.data(), s_->pattern.size());
 }

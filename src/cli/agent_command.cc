@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "cli/node_flags.h"
 #include "cli/report_flags.h"
 #include "cli/yaml_config.h"
+#include "sys/env.h"
 
 namespace tocsin::cli {
 namespace {
@@ -71,9 +71,8 @@ Status ApplySchedule(const std::string& flag, const std::vector<std::string>& it
 
 Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& f) {
   agent::AgentOptions o;
-  struct stat st;
-  if (::stat(f.root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("--root " + f.root + ": not a directory");
+  if (Status st = CheckDirectory(f.root, "--root " + f.root); !st.ok()) {
+    return Status::InvalidArgument(st.message());
   }
   o.root = f.root;
   if (Status s = ParseListen(f.listen, o.listen_host, o.listen_port); !s.ok()) return s;

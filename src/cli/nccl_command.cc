@@ -15,8 +15,8 @@
 
 #include "cli/report_flags.h"
 #include "nccl/analyzer.h"
+#include "nccl/jobs.h"
 #include "nccl/log_line.h"
-#include "nccl/render.h"
 #include "sys/env.h"
 #include "sys/line_reader.h"
 
@@ -235,11 +235,10 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
   char host[256] = {};
   report.host = ::gethostname(host, sizeof(host) - 1) == 0 ? host : "unknown";
   report.generated_at = Clock::now();
-  report.findings = analyzer.Findings();
-  SortFindings(report.findings);
-  report.inventory = analyzer.Inventory();
-  report.tables = nccl::Tables(analyzer);
-  return f.report.Emit(report);
+  nccl::FillReport(analyzer, report);
+  ReportFlags out = f.report;
+  out.json_lines = f.follow;  // the events were JSON Lines: the report is one more line
+  return out.Emit(report);
 }
 
 }  // namespace

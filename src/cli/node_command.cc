@@ -1,6 +1,5 @@
 #include "cli/node_command.h"
 
-#include <sys/stat.h>
 
 #include <memory>
 
@@ -20,9 +19,8 @@ struct NodeCommandFlags {
 };
 
 int RunNode(CLI::App* cmd, const NodeCommandFlags& f) {
-  struct stat st;
-  if (::stat(f.root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return UsageError("--root " + f.root + ": not a directory");
+  if (Status st = CheckDirectory(f.root, "--root " + f.root); !st.ok()) {
+    return UsageError(st.message());
   }
   node::Options options;
   if (!f.profile.empty()) {

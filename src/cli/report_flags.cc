@@ -1,5 +1,8 @@
 #include "cli/report_flags.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -17,9 +20,24 @@ void ReportFlags::AddTo(CLI::App* cmd) {
                 "Report everything and exit 0 (new hardware whose expectations are not known)");
 }
 
+namespace {
+
+// The terminal's width when stdout is one, else the renderer's default.
+size_t TableWidth() {
+  struct winsize ws {};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) {
+    return ws.ws_col;
+  }
+  return kTableWidth;
+}
+
+}  // namespace
+
 int ReportFlags::Emit(const Report& report) const {
-  OutputFormat format = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
-  std::string text = RenderReport(report, format);
+  OutputFormat format = output != "json" ? OutputFormat::kTable
+                        : json_lines     ? OutputFormat::kJsonLine
+                                         : OutputFormat::kJson;
+  std::string text = RenderReport(report, format, TableWidth());
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   return ExitCodeFor(report, ParseSeverity(fail_on).value_or(Severity::kError), observe_only);

@@ -12,6 +12,7 @@ struct ReportFlags {
   std::string output = "table";
   std::string fail_on = "error";
   bool observe_only = false;
+  bool json_lines = false;  // -o json on one line (after a stream of JSON Lines: --follow)
 
   void AddTo(CLI::App* cmd);
   // Prints the report on stdout and returns the exit code.

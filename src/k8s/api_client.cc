@@ -181,7 +181,7 @@ Status ApiClient::RefreshCredential(bool force) {
 }
 
 Status ApiClient::ReadTokenFile() {
-  token_read_at_ = std::chrono::steady_clock::now();
+  token_read_at_ = SteadyNow();
   auto text = ReadRegularFile(access_.token_file, 1 << 20);
   if (!text.ok()) return text.status().WithPrefix(access_.origin + ": token file");
   token_ = std::string(Trim(*text));
@@ -273,12 +273,16 @@ void ApiClient::SetRequestTimeout(std::chrono::milliseconds timeout) {
                      static_cast<long>(options_.connect_timeout.count()));
 }
 
+std::chrono::steady_clock::time_point ApiClient::SteadyNow() const {
+  return options_.steady_now ? options_.steady_now() : std::chrono::steady_clock::now();
+}
+
 Status ApiClient::PrepareCredential() {
   if (access_.exec && cred_expires_ && *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
     if (Status st = RefreshCredential(false); !st.ok()) return st;
   }
   if (!access_.token_file.empty() &&
-      std::chrono::steady_clock::now() - *token_read_at_ >= options_.token_reread) {
+      SteadyNow() - *token_read_at_ >= options_.token_reread) {
     (void)ReadTokenFile();  // rotated meanwhile, or gone for a moment: the old token is kept
   }
   return Status::Ok();

@@ -26,6 +26,8 @@ struct ClientOptions {
   // A token file (tokenFile, the in-cluster projected token) is read again when its last read is
   // this old, and at once on a 401, as client-go does: the kubelet rotates it about hourly.
   std::chrono::milliseconds token_reread{60000};
+  // The clock token_reread is measured on (tests: a fake one; null: std::chrono::steady_clock).
+  std::function<std::chrono::steady_clock::time_point()> steady_now;
   // Called after every HTTP exchange (watches included) with its method, path and status (0: a
   // transport error): the controller counts requests by verb and code with it.
   std::function<void(const std::string& method, const std::string& path, long status)> on_exchange;
@@ -93,6 +95,7 @@ class ApiClient {
  private:
   ApiClient(ClusterAccess access, ClientOptions options);
   Status RefreshCredential(bool force);
+  std::chrono::steady_clock::time_point SteadyNow() const;
   // Before each request: an exec credential about to expire is renewed, a token file re-read.
   Status PrepareCredential();
   // token_ from access_.token_file (a failed read keeps the token there was, as client-go).

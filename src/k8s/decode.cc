@@ -109,11 +109,11 @@ Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layou
     std::string where = source + ": items[" + std::to_string(index) + "]";
     od::document doc;
     if (auto e = parser.iterate(padded.data() + begin, end - begin, capacity - begin).get(doc)) {
-      return Status::ParseError(where + ": " + simdjson::error_message(e));
+      return Status::ParseError(where + ": " + JsonError(e));
     }
     od::object obj;
     if (auto e = doc.get_object().get(obj)) {
-      return Status::ParseError(where + ": " + simdjson::error_message(e));
+      return Status::ParseError(where + ": " + JsonError(e));
     }
     Err err = DecodeObject(obj, item_kind, out);
     if (err) return ToStatus(err, where);
@@ -153,17 +153,17 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   od::parser parser;
   od::document doc;
   if (auto e = parser.iterate(padded).get(doc)) {
-    return Status::ParseError(source + ": " + simdjson::error_message(e));
+    return Status::ParseError(source + ": " + JsonError(e));
   }
   od::object root;
   if (auto e = doc.get_object().get(root)) {
     return Status::ParseError(
         source +
-        ": expected a JSON object (a List or a Kubernetes object): " + simdjson::error_message(e));
+        ": expected a JSON object (a List or a Kubernetes object): " + JsonError(e));
   }
   std::string kind;
   if (auto e = ReadKind(root, kind)) {
-    return Status::ParseError(source + ": " + simdjson::error_message(e));
+    return Status::ParseError(source + ": " + JsonError(e));
   }
   if (meta != nullptr) meta->kind = kind;
   out.sources.push_back(source);
@@ -177,14 +177,14 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   od::array items;
   if (auto e = root.find_field_unordered("items").get_array().get(items)) {
     return Status::ParseError(source + ": " + kind +
-                              " without an items array: " + simdjson::error_message(e));
+                              " without an items array: " + JsonError(e));
   }
   size_t index = 0;
   for (auto element : items) {
     od::object obj;
     if (auto e = element.get_object().get(obj)) {
       return Status::ParseError(source + ": items[" + std::to_string(index) +
-                                "]: " + simdjson::error_message(e));
+                                "]: " + JsonError(e));
     }
     Err e = DecodeObject(obj, item_kind, out);
     if (e) return ToStatus(e, source + ": items[" + std::to_string(index) + "]");

@@ -99,6 +99,19 @@ TEST(DecodeTest, ErrorsNameSourceItemAndField) {
   Status type = DecodeJson(R"({"kind":"DaemonSet","status":{"numberReady":"three"}})", "d.json", s);
   ASSERT_FALSE(type.ok());
   EXPECT_NE(type.message().find("status.numberReady"), std::string::npos);
+  // In plain words, not simdjson's ("The JSON element does not have the requested type.").
+  EXPECT_NE(type.message().find(": wrong type"), std::string::npos) << type.message();
+  EXPECT_EQ(type.message().find("JSON element"), std::string::npos) << type.message();
+  Status lone = DecodeJson("3", "n.json", s);
+  EXPECT_EQ(lone.message().find("get_bool"), std::string::npos) << lone.message();
+  for (const char* bad : {R"({"kind":"List","items":[{]})", R"({"kind":"Pod"} trailing)",
+                          R"({"kind":"Pod","metadata":{"name":""}})"}) {
+    Status st2 = DecodeJson(bad, "bad.json", s);
+    ASSERT_FALSE(st2.ok()) << bad;
+    EXPECT_EQ(st2.message().find("simdjson"), std::string::npos) << st2.message();
+    EXPECT_EQ(st2.message().find("SIMDJSON"), std::string::npos) << st2.message();
+    EXPECT_EQ(st2.message().find("JSON element"), std::string::npos) << st2.message();
+  }
 
   EXPECT_FALSE(DecodeJson(R"({"kind":"List","items":[{"kind":"Node")", "cut.json", s).ok());
   EXPECT_FALSE(DecodeJson("[1,2]", "arr.json", s).ok());

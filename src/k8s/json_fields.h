@@ -171,6 +171,9 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out);
 // on-demand iterator unusable (reset() on it would crash), so it is returned at once.
 error_code ReadKind(od::object& obj, std::string& kind);
 // "WHERE: field PATH: WHY"
+// What went wrong, in plain words (simdjson's own messages name its types and functions).
+std::string JsonError(error_code code);
+
 Status ToStatus(const Err& e, const std::string& where);
 
 }  // namespace tocsin::k8s::internal

@@ -33,16 +33,16 @@ Status DecodeWatchEvent(std::string_view line, const std::string& kind, const st
   od::document doc;
   od::object root;
   if (auto e = parser.iterate(padded).get(doc)) {
-    return Status::ParseError(source + ": watch event: " + simdjson::error_message(e));
+    return Status::ParseError(source + ": watch event: " + JsonError(e));
   }
   if (auto e = doc.get_object().get(root)) {
     return Status::ParseError(source + ": watch event is not an object: " +
-                              simdjson::error_message(e));
+                              JsonError(e));
   }
   std::string_view type;
   if (auto e = root.find_field_unordered("type").get_string().get(type)) {
     return Status::ParseError(source + ": watch event without a type: " +
-                              simdjson::error_message(e));
+                              JsonError(e));
   }
   if (type == "ADDED") {
     out.type = WatchEvent::Type::kAdded;
@@ -60,7 +60,7 @@ Status DecodeWatchEvent(std::string_view line, const std::string& kind, const st
   od::object obj;
   if (auto e = root.find_field_unordered("object").get_object().get(obj)) {
     return Status::ParseError(source + ": watch event " + std::string(type) +
-                              " without an object: " + simdjson::error_message(e));
+                              " without an object: " + JsonError(e));
   }
   if (out.type == WatchEvent::Type::kError) {
     Err e = ReadStatus(obj, out);
@@ -73,22 +73,22 @@ Status DecodeWatchEvent(std::string_view line, const std::string& kind, const st
     od::object meta;
     auto found = obj.find_field_unordered("metadata");
     if (found.error() && found.error() != simdjson::NO_SUCH_FIELD) {
-      return Status::ParseError(source + ": watch event: " + simdjson::error_message(found.error()));
+      return Status::ParseError(source + ": watch event: " + JsonError(found.error()));
     }
     if (!found.error()) {
       if (auto e = found.get_object().get(meta)) {
-        return Status::ParseError(source + ": watch event: metadata: " + simdjson::error_message(e));
+        return Status::ParseError(source + ": watch event: metadata: " + JsonError(e));
       }
       std::string_view rv;
       auto field = meta.find_field_unordered("resourceVersion");
       if (field.error() && field.error() != simdjson::NO_SUCH_FIELD) {
         return Status::ParseError(source + ": watch event: metadata: " +
-                                  simdjson::error_message(field.error()));
+                                  JsonError(field.error()));
       }
       if (!field.error()) {
         if (auto e = field.get_string().get(rv)) {
           return Status::ParseError(source + ": watch event: metadata.resourceVersion: " +
-                                    simdjson::error_message(e));
+                                    JsonError(e));
         }
         out.resource_version.assign(rv);
       }
@@ -102,13 +102,13 @@ Status DecodeWatchEvent(std::string_view line, const std::string& kind, const st
   od::document again;
   od::object fresh;
   if (auto e = parser.iterate(padded).get(again)) {
-    return Status::ParseError(source + ": watch event: " + simdjson::error_message(e));
+    return Status::ParseError(source + ": watch event: " + JsonError(e));
   }
   if (auto e = again.get_object().get(root)) {
-    return Status::ParseError(source + ": watch event: " + simdjson::error_message(e));
+    return Status::ParseError(source + ": watch event: " + JsonError(e));
   }
   if (auto e = root.find_field_unordered("object").get_object().get(fresh)) {
-    return Status::ParseError(source + ": watch event: object: " + simdjson::error_message(e));
+    return Status::ParseError(source + ": watch event: object: " + JsonError(e));
   }
   Err e = DecodeObject(fresh, kind, out.object);
   if (e) return ToStatus(e, source + ": watch event " + std::string(type));

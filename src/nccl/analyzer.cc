@@ -388,4 +388,24 @@ void Analyzer::MergeFrom(Analyzer&& later) {
   info_lines_ += later.info_lines_;
 }
 
+Analyzer Analyzer::Part(const std::set<std::pair<std::string, int64_t>>& keys,
+                        bool everything) const {
+  Analyzer part(options_);
+  part.inputs_ = inputs_;
+  for (const auto& [key, p] : processes_) {
+    if (!keys.count(key)) continue;
+    part.processes_.emplace(key, p);
+    part.bytes_ += p.bytes;
+  }
+  part.info_lines_ = info_lines_;
+  if (everything) {
+    part.perf_ = perf_;
+    part.bare_versions_ = bare_versions_;
+    part.dropped_lines_ = dropped_lines_;
+  } else {
+    for (auto& in : part.inputs_) in.unattributed_warnings = Warnings{};
+  }
+  return part;
+}
+
 }  // namespace tocsin::nccl

@@ -133,7 +133,7 @@ struct InputStats {
   Warnings unattributed_warnings;
 };
 
-// Streams NCCL debug logs and nccl-tests output; several inputs make up one job.
+// Streams NCCL debug logs and nccl-tests output; jobs.h tells the jobs of several inputs apart.
 class Analyzer {
  public:
   explicit Analyzer(Options options) : options_(options) {}
@@ -158,6 +158,10 @@ class Analyzer {
   void MergeFrom(Analyzer&& later);
   // False while only lines holding "NCCL " or '#' can matter (the caller may skip the others).
   bool WantsEveryLine() const { return perf_enabled_ && perf_.in_table(); }
+
+  // What this analyzer knows about `keys` (one job's processes, see jobs.h); with `everything`,
+  // also what belongs to no process (the inputs' unattributed lines, nccl-tests runs, versions).
+  Analyzer Part(const std::set<std::pair<std::string, int64_t>>& keys, bool everything) const;
 
   std::vector<Finding> Findings() const;
   nlohmann::json Inventory() const;

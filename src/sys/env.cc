@@ -27,6 +27,7 @@ Status ErrnoStatus(int err, std::string_view path) {
 }
 
 std::string_view FileKind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISCHR(mode)) return "a character device";
@@ -211,6 +212,17 @@ Result<int> OpenRegularFile(const std::string& path, int flags, std::string_view
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
   TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   return ReadAll(fd, path, max_bytes);
+}
+
+Status CheckDirectory(const std::string& path, std::string_view name) {
+  if (name.empty()) name = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, name);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(std::string(name) + ": not a directory (" +
+                                   std::string(FileKind(st.st_mode)) + ")");
+  }
+  return Status::Ok();
 }
 
 Result<std::string> ReadAttribute(Env& env, std::string_view path) {

@@ -62,6 +62,10 @@ Result<int> OpenRegularFile(const std::string& path, int flags = 0, std::string_
 Result<std::string> ReadRegularFile(const std::string& path,
                                     size_t max_bytes = Env::kDefaultMaxFileBytes);
 
+// Ok when `path` (a directory a user named: --root) is one; else why not, naming `name` (`path`
+// when empty): the errno's meaning (no such file, permission denied) or what it is instead.
+Status CheckDirectory(const std::string& path, std::string_view name = {});
+
 // Reads a small sysfs attribute and trims whitespace.
 Result<std::string> ReadAttribute(Env& env, std::string_view path);
 

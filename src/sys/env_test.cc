@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -144,6 +145,37 @@ TEST_F(EnvTest, AFifoOrADirectoryIsRefusedWithoutBlocking) {
   auto fine = ReadRegularFile(root_.string() + "/sys/devices/pci0000:00/0000:00:01.0/numa_node");
   ASSERT_TRUE(fine.ok()) << fine.status().ToString();
   EXPECT_EQ(*fine, "1\n");
+}
+
+// Issue 13: an error keeps its cause, in the words of the errno: a missing file, a directory,
+// a file that cannot be read; and --root names the same causes.
+TEST_F(EnvTest, ErrorsKeepTheCause) {
+  std::string missing = root_.string() + "/nope";
+  auto m = ReadRegularFile(missing);
+  EXPECT_EQ(m.status().message(), missing + ": No such file or directory");
+  auto d = ReadRegularFile(root_.string());
+  EXPECT_EQ(d.status().message(), root_.string() + ": not a regular file (a directory)");
+
+  EXPECT_TRUE(CheckDirectory(root_.string()).ok());
+  EXPECT_EQ(CheckDirectory(missing, "--root " + missing).message(),
+            "--root " + missing + ": No such file or directory");
+  std::string file = root_.string() + "/sys/devices/pci0000:00/0000:00:01.0/numa_node";
+  EXPECT_EQ(CheckDirectory(file).message(), file + ": not a directory (a regular file)");
+  EXPECT_EQ(CheckDirectory(file + "/x").message(), file + "/x: Not a directory");
+}
+
+TEST_F(EnvTest, UnreadableFileSaysPermissionDenied) {
+  // Root reads any file whatever its mode, so a mode-000 file in the test's folder proves
+  // nothing; init's environment is refused even to root (ptrace access mode) where there is one.
+  std::string path = "/proc/1/environ";
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::close(fd);
+    GTEST_SKIP() << path << " is readable here (same user as init, or no ptrace restriction)";
+  }
+  if (errno != EACCES) GTEST_SKIP() << path << ": " << strerror(errno) << ", not EACCES";
+  auto r = ReadRegularFile(path);
+  EXPECT_EQ(r.status().message(), path + ": Permission denied");
 }
 
 }  // namespace

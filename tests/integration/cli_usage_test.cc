@@ -98,6 +98,31 @@ TEST(CliUsageTest, BadFlagsExitTwoAndNameTheFlag) {
   EXPECT_NE(root.err.find("/does/not/exist"), std::string::npos);
 }
 
+// Issue 13: a directory given as --profile or --config was read as an empty file, and errors
+// named no cause. Each user-given path that cannot be used is exit 2 with the path and the
+// errno's meaning (or what the path is instead).
+TEST(CliUsageTest, UnusablePathsExitTwoWithTheirCause) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::string file = std::string(TOCSIN_SOURCE_DIR) + "/README.md";
+  for (const Case& c : std::vector<Case>{
+           {{"node", "--root", kHealthy, "--profile", "/tmp"},
+            "--profile /tmp: not a regular file (a directory)"},
+           {{"agent", "--config", "/tmp"}, "/tmp: not a regular file (a directory)"},
+           {{"node", "--root", "/nope"}, "--root /nope: No such file or directory"},
+           {{"node", "--root", file},
+            "--root " + file + ": not a directory (a regular file)"},
+           {{"nccl", "/nope.log"}, "/nope.log: No such file or directory"},
+           {{"audit", "--from", "/tmp"}, "--from /tmp: not a regular file (a directory)"},
+       }) {
+    RunResult r = Tocsin(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << "wanted: " << c.says << "\ngot: " << r.err;
+  }
+}
+
 TEST(CliUsageTest, BadProfileExitsTwoNamingKeyAndFile) {
   std::string path = TempFile("expect-gpus: 8\nexpect-rdma-port: 4\n");
   RunResult r = Tocsin({"node", "--root", kHealthy, "--profile", path});

@@ -277,10 +277,17 @@ TEST(NcclCliTest, NcclTestsOutput) {
   EXPECT_TRUE(FindingsOf(fresh.report, "nccl.busbw.low").empty());
 }
 
-TEST(NcclCliTest, SeveralFilesAndStdinMakeOneJob) {
+TEST(NcclCliTest, SeveralFilesAndStdin) {
   JsonRun two = Nccl({"ib-2.18.log", "mixed-2.30-kubectl.log"});
   EXPECT_EQ(two.report["inventory"]["inputs"].size(), 2u);
   EXPECT_EQ(two.report["inventory"]["processes"].size(), 8u);
+  // Two jobs (their commIds match, but each has its own rank 0): never compared. The mixed
+  // transports are those of the second file's own communicator.
+  EXPECT_EQ(two.report["inventory"]["jobs"].size(), 2u);
+  auto mixed = FindingsOf(two.report, "nccl.transport.mixed");
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(mixed[0]["evidence"]["job"], "job 2");
+  EXPECT_NE(mixed[0]["message"].get<std::string>().find("2 on IB, 2 on Socket"), std::string::npos);
   RunResult in =
       RunBinary(TOCSIN_BINARY, {"nccl", "-o", "json", "-"}, {}, kLogs + "mixed-2.30-kubectl.log");
   json j = json::parse(in.out);
@@ -396,6 +403,64 @@ TEST(NcclCliTest, FollowReportsBeforeEndOfInput) {
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(got.find("nccl.transport.socket"), std::string::npos);
+}
+
+// Issue 13: several jobs' logs given together were merged into one job: an EFA job and a job on
+// sockets made "ranks of one communicator use different networks" and "4 other process(es) of
+// this job use RDMA". Each job is judged alone, and named.
+TEST(NcclCliTest, SeveralJobsAreNotMerged) {
+  std::string dir = testing::TempDir("nccl-jobs");
+  auto copy = [&](const std::string& from, const std::string& to, const std::string& comm) {
+    std::ifstream in(kLogs + from);
+    std::ofstream out(dir + "/" + to);
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t at = line.find("commId 0x");
+      if (at != std::string::npos) line.replace(at + 7, 18, comm);
+      out << line << "\n";
+    }
+  };
+  copy("efa-2.27.log", "efa.log", "0x1111111111111111");
+  copy("ib-disable-2.27.log", "tcp.log", "0x2222222222222222");
+  JsonRun r = RunTocsinJson({"nccl", "-o", "json", dir + "/efa.log", dir + "/tcp.log"});
+  EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(1);
+  EXPECT_TRUE(FindingsOf(r.report, "nccl.transport.mixed").empty());
+  EXPECT_TRUE(FindingsOf(r.report, "nccl.transport.socket").empty());
+  ASSERT_EQ(r.report["inventory"]["jobs"].size(), 2u);
+  // One stream with both jobs: the same.
+  RunResult cat = RunBinary("/bin/sh", {"-c", "cat " + dir + "/efa.log " + dir + "/tcp.log | " +
+                                                  TOCSIN_BINARY + " nccl -o json -"});
+  json j = json::parse(cat.out);
+  EXPECT_EQ(j["inventory"]["jobs"].size(), 2u);
+  EXPECT_TRUE(FindingsOf(j, "nccl.transport.mixed").empty());
+  // With --expect rdma, the sockets job is the one named.
+  JsonRun rdma = RunTocsinJson(
+      {"nccl", "-o", "json", "--expect", "rdma", dir + "/efa.log", dir + "/tcp.log"});
+  auto socket = FindingsOf(rdma.report, "nccl.transport.socket");
+  ASSERT_FALSE(socket.empty());
+  for (const auto& f : socket) EXPECT_EQ(f["evidence"]["job"], "job 2") << f.dump();
+}
+
+// Issue 13: `nccl --follow -o json` is JSON Lines to the end: one object per line, the
+// report included.
+TEST(NcclCliTest, FollowJsonIsJsonLinesToTheEnd) {
+  RunResult r = RunBinary(TOCSIN_BINARY, {"nccl", "--follow", "-o", "json", "-"}, {},
+                          kLogs + "mixed-2.30-kubectl.log");
+  EXPECT_EQ(r.exit_code, 1);
+  std::vector<json> objects;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    ASSERT_FALSE(line.empty());
+    json j = json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not one JSON object per line: " << line;
+    ASSERT_TRUE(j.is_object()) << line;
+    objects.push_back(j);
+  }
+  ASSERT_GE(objects.size(), 2u);
+  EXPECT_TRUE(objects.front().contains("event"));
+  EXPECT_EQ(objects.back()["command"], "nccl");  // the report, last
+  EXPECT_FALSE(FindingsOf(objects.back(), "nccl.transport.socket").empty());
 }
 
 // Issue 13: `tocsin nccl FIFO` blocked in open(). A FIFO is refused at once (exit 2), with the

@@ -222,6 +222,9 @@ NEEDS_NEWER = {
     "deploy/examples/bench-storage-job.yaml": "Indexed Jobs need Kubernetes 1.21+",
     # policy/v1 PodDisruptionBudgets are 1.21+ (1.20 has only v1beta1, removed in 1.25).
     "deploy/controller/pdb.yaml": "policy/v1 is Kubernetes 1.21+",
+    # admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is 1.30+ (and the token's
+    # node-name claim): deploy_manifests_test checks it, and its CEL, without a cluster.
+    "deploy/agent/node-restriction-policy.yaml": "ValidatingAdmissionPolicy is Kubernetes 1.30+",
 }
 
 

@@ -1,0 +1,115 @@
+#include "bench/storage_probe.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tocsin::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A link planted in the probe folder (by someone who could write there) is refused, never
+// followed: the file it points to keeps its content and nothing is created through it.
+class ProbeFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tocsin-probe-folder-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/probe";
+    ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+    victim_ = root_ + "/victim";
+    std::ofstream(victim_) << "precious\n";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  ProbeOptions Small(bool shared = false) {
+    ProbeOptions o;
+    o.dir = dir_;
+    o.jobs = 1;
+    o.size = 64 << 10;
+    o.block = 64 << 10;
+    o.files = 3;
+    o.fsync_ops = 2;
+    o.randread_ops = 4;
+    o.shared_file = shared;
+    return o;
+  }
+  std::string Victim() {
+    std::ifstream in(victim_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::string root_, dir_, victim_;
+};
+
+TEST_F(ProbeFolderTest, RunsInItsOwnFolder) {
+  StorageProbe probe(Small());
+  for (const char* phase : {"write", "read", "randread", "fsync", "meta-create", "meta-stat",
+                            "meta-unlink"}) {
+    auto r = probe.Run(phase);
+    ASSERT_TRUE(r.ok()) << phase << ": " << r.status().ToString();
+  }
+  EXPECT_TRUE(RemoveCreated(probe.Created(), 3000));
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(ProbeFolderTest, PlantedDataLinkIsRefused) {
+  for (bool shared : {false, true}) {
+    std::string link = dir_ + (shared ? "/shared.dat" : "/data-0.dat");
+    ASSERT_EQ(symlink(victim_.c_str(), link.c_str()), 0);
+    StorageProbe probe(Small(shared));
+    auto r = probe.Run("write");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("refused, not followed"), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(Victim(), "precious\n");
+    EXPECT_TRUE(fs::is_symlink(link));
+    fs::remove(link);
+  }
+}
+
+TEST_F(ProbeFolderTest, PlantedFileOrHardLinkIsRefused) {
+  // A hard link to someone else's file looks like a plain file: creation is exclusive.
+  std::string link = dir_ + "/data-0.dat";
+  ASSERT_EQ(::link(victim_.c_str(), link.c_str()), 0);
+  StorageProbe probe(Small());
+  auto r = probe.Run("write");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("refused, not followed"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(Victim(), "precious\n");
+}
+
+TEST_F(ProbeFolderTest, PlantedFsyncAndMetaLinksAreRefused) {
+  ASSERT_EQ(symlink(victim_.c_str(), (dir_ + "/fsync-0.dat").c_str()), 0);
+  ASSERT_EQ(symlink(root_.c_str(), (dir_ + "/meta-0").c_str()), 0);
+  StorageProbe probe(Small());
+  auto f = probe.Run("fsync");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("refused, not followed"), std::string::npos) << f.status().message();
+  auto m = probe.Run("meta-create");
+  ASSERT_FALSE(m.ok());
+  EXPECT_FALSE(fs::exists(root_ + "/f0"));  // nothing created through the link
+  EXPECT_EQ(Victim(), "precious\n");
+}
+
+TEST_F(ProbeFolderTest, FolderThatIsALinkIsRefused) {
+  std::string link = root_ + "/linked";
+  ASSERT_EQ(symlink(dir_.c_str(), link.c_str()), 0);
+  ProbeOptions o = Small();
+  o.dir = link;
+  StorageProbe probe(o);
+  auto r = probe.Run("write");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("probe folder"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace tocsin::bench

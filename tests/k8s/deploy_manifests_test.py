@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""deploy/ without a cluster: the audit's RBAC grants exactly what `tocsin audit` reads; the
+agent's optional node-restriction policy is well formed, stays out of the default kustomization,
+and its CEL admits the agent's own Node and denies any other; the image's Dockerfile runs as a
+non-root user from a base pinned by date and digest; the DaemonSet's container is seccomp'd.
+
+    python3 tests/k8s/deploy_manifests_test.py -v
+
+Needs python3-yaml only.
+"""
+
+import os
+import re
+import sys
+import unittest
+
+try:
+    import yaml
+except ImportError:  # python3-yaml (Debian) or PyYAML
+    sys.exit("deploy_manifests_test: needs python3-yaml")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEPLOY = os.path.join(ROOT, "deploy")
+
+
+def load(*path):
+    with open(os.path.join(DEPLOY, *path)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def rights(docs):
+    out = set()
+    for doc in docs:
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        for rule in doc["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        out.add((group, resource, verb))
+    return out
+
+
+# A small evaluator for the CEL this repository's admission policy uses (field selection, map
+# and list indexing, `in` on maps, ==, &&, ||, has(), single-quoted strings). No CEL library is
+# packaged for this machine; this checks the expression's logic and field names, not CEL itself.
+class NoSuchKey(Exception):
+    pass
+
+
+class Value:
+    def __init__(self, v):
+        self.v = v
+
+    def __getattr__(self, name):
+        if not isinstance(self.v, dict) or name not in self.v:
+            raise NoSuchKey(name)
+        return wrap(self.v[name])
+
+    def __getitem__(self, k):
+        try:
+            return wrap(self.v[k])
+        except (KeyError, IndexError) as e:
+            raise NoSuchKey(str(k)) from e
+
+    def __contains__(self, k):
+        return k in self.v
+
+    def __eq__(self, other):
+        return self.v == (other.v if isinstance(other, Value) else other)
+
+
+def wrap(v):
+    return Value(v) if isinstance(v, (dict, list)) else v
+
+
+def cel(expression, request):
+    py = expression.replace("&&", " and ").replace("||", " or ")
+    py = re.sub(r"\bhas\(", "_has(lambda: ", py)
+
+    def _has(f):
+        try:
+            f()
+            return True
+        except NoSuchKey:
+            return False
+    try:
+        return bool(eval(py, {"__builtins__": {}, "request": wrap(request), "_has": _has}))
+    except NoSuchKey:
+        return None  # an evaluation error: failurePolicy decides
+
+
+def node_request(user, node, operation="UPDATE", node_name_claim=None):
+    info = {"username": user}
+    if node_name_claim is not None:
+        info["extra"] = {"authentication.kubernetes.io/node-name": [node_name_claim]}
+    return {"operation": operation, "name": node, "resource": {"resource": "nodes"},
+            "subResource": "status", "userInfo": info}
+
+
+AGENT = "system:serviceaccount:tocsin:tocsin-agent"
+
+
+class AuditRbacTest(unittest.TestCase):
+    def test_exactly_what_audit_reads(self):
+        # k8s::LoadCluster: paged lists of nodes, pods and daemonsets; a GET per device-plugin
+        # ConfigMap. Nothing else (no watch, no Jobs or training kinds).
+        self.assertEqual(rights(load("rbac", "audit.yaml")), {
+            ("", "nodes", "list"), ("", "pods", "list"), ("apps", "daemonsets", "list"),
+            ("", "configmaps", "get")})
+
+    def test_cluster_wide_grants_are_said(self):
+        with open(os.path.join(DEPLOY, "rbac", "audit.yaml")) as f:
+            self.assertIn("cluster-wide grants", f.read())
+        with open(os.path.join(DEPLOY, "agent", "node-restriction-policy.yaml")) as f:
+            self.assertIn("cluster-wide grants", f.read())
+
+
+class NodeRestrictionPolicyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        docs = load("agent", "node-restriction-policy.yaml")
+        cls.docs = {d["kind"]: d for d in docs}
+        cls.policy = cls.docs["ValidatingAdmissionPolicy"]
+
+    def test_objects(self):
+        self.assertEqual(set(self.docs), {"ValidatingAdmissionPolicy",
+                                          "ValidatingAdmissionPolicyBinding"})
+        for d in self.docs.values():
+            self.assertEqual(d["apiVersion"], "admissionregistration.k8s.io/v1")
+        binding = self.docs["ValidatingAdmissionPolicyBinding"]
+        self.assertEqual(binding["spec"]["policyName"], self.policy["metadata"]["name"])
+        self.assertEqual(binding["spec"]["validationActions"], ["Deny"])
+        self.assertEqual(self.policy["spec"]["failurePolicy"], "Fail")
+        rules = self.policy["spec"]["matchConstraints"]["resourceRules"]
+        self.assertEqual({r for rule in rules for r in rule["resources"]},
+                         {"nodes", "nodes/status"})
+        self.assertIn("UPDATE", {op for rule in rules for op in rule["operations"]})
+
+    def test_optional_not_in_the_default_kustomization(self):
+        with open(os.path.join(DEPLOY, "agent", "kustomization.yaml")) as f:
+            resources = yaml.safe_load(f)["resources"]
+        self.assertNotIn("node-restriction-policy.yaml", resources)
+
+    def test_matches_the_agents_service_account(self):
+        sa = [d for d in load("agent", "rbac.yaml") if d["kind"] == "ServiceAccount"][0]
+        user = "system:serviceaccount:%s:%s" % (sa["metadata"]["namespace"],
+                                                sa["metadata"]["name"])
+        self.assertEqual(user, AGENT)
+        (cond,) = self.policy["spec"]["matchConditions"]
+        self.assertTrue(cel(cond["expression"], node_request(AGENT, "gpu-node-01")))
+        self.assertFalse(cel(cond["expression"], node_request("system:node:gpu-node-01",
+                                                              "gpu-node-01")))
+
+    def test_own_node_allowed_any_other_denied(self):
+        (v,) = self.policy["spec"]["validations"]
+        expr = v["expression"]
+        self.assertIn("request.userInfo.extra['authentication.kubernetes.io/node-name']", expr)
+        own = node_request(AGENT, "gpu-node-01", node_name_claim="gpu-node-01")
+        other = node_request(AGENT, "gpu-node-02", node_name_claim="gpu-node-01")
+        no_claim = node_request(AGENT, "gpu-node-01")  # a token without the node: not admitted
+        delete = node_request(AGENT, "gpu-node-01", "DELETE", node_name_claim="gpu-node-01")
+        self.assertIs(cel(expr, own), True)
+        self.assertIs(cel(expr, other), False)
+        self.assertIn(cel(expr, no_claim), (False, None))  # None: failurePolicy Fail denies
+        self.assertIs(cel(expr, delete), False)
+
+
+class ImageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(DEPLOY, "agent", "Dockerfile")) as f:
+            cls.lines = [l.strip() for l in f if l.strip() and not l.strip().startswith("#")]
+
+    def test_base_pinned_by_date_and_digest(self):
+        froms = [l for l in self.lines if l.upper().startswith("FROM ")]
+        self.assertTrue(froms)
+        for line in froms:
+            image = line.split()[1]
+            self.assertRegex(image, r"^debian:bookworm-\d{8}-slim@sha256:[0-9a-f]{64}$", line)
+
+    def test_runs_as_a_non_root_user(self):
+        users = [l.split()[1] for l in self.lines if l.upper().startswith("USER ")]
+        self.assertTrue(users, "no USER: the image runs as root")
+        user = users[-1].split(":")[0]
+        self.assertNotIn(user, ("0", "root"))
+        last_user = max(i for i, l in enumerate(self.lines) if l.upper().startswith("USER "))
+        entry = max(i for i, l in enumerate(self.lines) if l.upper().startswith("ENTRYPOINT"))
+        self.assertLess(last_user, entry)
+
+    def test_daemonset_says_why_it_runs_as_root(self):
+        (ds,) = [d for d in load("agent", "daemonset.yaml") if d["kind"] == "DaemonSet"]
+        (agent,) = [c for c in ds["spec"]["template"]["spec"]["containers"]
+                    if c["name"] == "agent"]
+        sc = agent["securityContext"]
+        self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"})
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertFalse(sc["allowPrivilegeEscalation"])
+        with open(os.path.join(DEPLOY, "agent", "daemonset.yaml")) as f:
+            text = f.read()
+        self.assertIn("debugfs", text)  # the one reason for uid 0
+
+
+if __name__ == "__main__":
+    unittest.main()
