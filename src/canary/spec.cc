@@ -60,7 +60,14 @@ json JobFor(const CanaryConfig& c, const RankPlan& p) {
   json security = {{"allowPrivilegeEscalation", false},
                    {"readOnlyRootFilesystem", true},
                    {"capabilities", {{"drop", {"ALL"}}}}};
-  if (c.ipc_lock) security["capabilities"]["add"] = {"IPC_LOCK"};
+  if (c.ipc_lock) {
+    security["capabilities"]["add"] = {"IPC_LOCK"};
+    // The image runs as user 65532, and an added capability is effective for root only (no
+    // ambient capabilities in a pod): as deploy/examples' benchmark Job does.
+    security["runAsUser"] = 0;
+  } else {
+    security["runAsNonRoot"] = true;
+  }
 
   json pod_spec = {
       {"restartPolicy", "Never"},

@@ -37,6 +37,7 @@ TEST(CanarySpec, AsksForTheFabricLikeATrainingJob) {
   EXPECT_EQ(c["resources"]["limits"]["rdma/hca_shared_devices_a"], "1");
   EXPECT_EQ(c["resources"]["requests"]["rdma/hca_shared_devices_a"], "1");
   EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0], "IPC_LOCK");
+  EXPECT_EQ(c["securityContext"]["runAsUser"], 0);  // a capability works for root only
   EXPECT_FALSE(c["securityContext"].contains("privileged"));
   EXPECT_EQ(job["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"],
             "rdma-net");
@@ -59,6 +60,8 @@ TEST(CanarySpec, RankZeroListensOnItsPodIpAndTcpClustersRequireNothing) {
   EXPECT_EQ(args.find("--require"), std::string::npos);
   EXPECT_FALSE(job["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"]
                    .contains("add"));
+  EXPECT_EQ(job["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsNonRoot"],
+            true);
 }
 
 TEST(CanarySpec, AQueueIsAskedByKueuesLabel) {
