@@ -71,7 +71,8 @@ nlohmann::json TransportJson(const TransportInfo& t) {
   return {{"kind", t.kind},           {"provider", t.provider},
           {"fabric", t.fabric},       {"domain", t.domain},
           {"interface", t.interface}, {"ip", t.ip},
-          {"rdma", t.rdma},           {"description", t.Describe()}};
+          {"rdma", t.rdma},           {"sources_checked", t.sources_checked},
+          {"description", t.Describe()}};
 }
 
 void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio, Report& report) {

@@ -21,6 +21,10 @@ struct TransportInfo {
   std::string interface;  // the network interface of the address used
   std::string ip;
   bool rdma = false;
+  // Whether a receive matches only the peer it names (a TCP connection: the run's secret; a
+  // libfabric endpoint: FI_DIRECTED_RECV, the addresses the authenticated coordinator handed
+  // out). False: a provider without FI_DIRECTED_RECV, whose endpoint takes any sender's message.
+  bool sources_checked = false;
   std::string Describe() const;  // "tcp sockets on eth0 (10.77.0.1)"
 };
 

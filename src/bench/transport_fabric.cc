@@ -92,8 +92,22 @@ class FabricTransport : public Transport {
 
   Status Open(const std::string& provider, const std::string& ip) {
     if (auto api = LoadFabric(); !api.ok()) return api.status();
+    // A receive matches only the address it names (the peers the coordinator vouched for) where
+    // the provider can (FI_DIRECTED_RECV); else any sender's message would match it.
+    int rc = Lookup(provider, ip, FI_TAGGED | FI_DIRECTED_RECV);
+    info_.sources_checked = rc == 0;
+    if (rc != 0) rc = Lookup(provider, ip, FI_TAGGED);
+    if (rc != 0) {
+      return Status::Unavailable("libfabric offers no reliable tagged endpoint" +
+                                 (provider.empty() ? std::string() : " for provider " + provider) +
+                                 ": " + FiError("fi_getinfo", rc));
+    }
+    return Described(ip);
+  }
+
+  int Lookup(const std::string& provider, const std::string& ip, uint64_t caps) {
     fi_info* hints = Fi().dupinfo(nullptr);  // fi_allocinfo()
-    hints->caps = FI_TAGGED;
+    hints->caps = caps;
     hints->ep_attr->type = FI_EP_RDM;
     hints->mode = FI_CONTEXT;
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
@@ -106,11 +120,10 @@ class FabricTransport : public Transport {
                  : Fi().getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
     if (rc != 0) rc = Fi().getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_);
     Fi().freeinfo(hints);
-    if (rc != 0) {
-      return Status::Unavailable("libfabric offers no reliable tagged endpoint" +
-                                 (provider.empty() ? std::string() : " for provider " + provider) +
-                                 ": " + FiError("fi_getinfo", rc));
-    }
+    return rc;
+  }
+
+  Status Described(const std::string& ip) {
     info_.kind = "fabric";
     info_.provider = fi_->fabric_attr->prov_name ? fi_->fabric_attr->prov_name : "";
     info_.fabric = fi_->fabric_attr->name ? fi_->fabric_attr->name : "";

@@ -205,6 +205,7 @@ Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int
   info.ip = ip;
   info.interface = InterfaceOf(ip);
   info.rdma = false;
+  info.sources_checked = true;  // every connection presents the run's secret
   return std::unique_ptr<Transport>(
       new TcpTransport(std::move(*listener), std::move(info), rank, abort_fd));
 }

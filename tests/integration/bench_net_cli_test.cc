@@ -83,6 +83,9 @@ TEST(BenchNetCliTest, EveryTestOverBothTransportsLocally) {
     EXPECT_EQ(r.report["inventory"]["pairs"].size(), 3u);
     const auto& t = r.report["inventory"]["transport"];
     EXPECT_FALSE(t["rdma"].get<bool>());
+    // Data from strangers never matches: TCP checks the run's secret, libfabric's tcp provider
+    // matches a receive against the address the coordinator handed out (FI_DIRECTED_RECV).
+    EXPECT_TRUE(t["sources_checked"].get<bool>()) << t.dump();
     if (transport[1] == "fabric") {
       EXPECT_EQ(t["kind"], "fabric");
       EXPECT_NE(t["provider"].get<std::string>().find("tcp"), std::string::npos) << t.dump();
