@@ -140,7 +140,7 @@ Result<Hello> DecodeHello(std::string_view frame) {
                     StringField(j, "token", 1024, h.token),
                     IntField(j, "rank", -1, kMaxWorldSize, h.rank),
                     IntField(j, "world_size", 0, kMaxWorldSize, h.world_size),
-                    StringField(j, "params", kMaxHelloBytes, h.params),
+                    StringField(j, "params", kMaxParamsBytes, h.params),
                     StringField(j, "host", 255, h.host),
                     StringField(j, "address", 512, h.address)}) {
     if (!st.ok()) return st;

@@ -12,7 +12,10 @@ namespace tocsin::ranks {
 // comes from the network and is decoded as hostile: every field typed and bounded, errors say
 // which field is wrong (never an exception, never a crash).
 
-inline constexpr size_t kMaxHelloBytes = 4096;     // a frame before the sender authenticated
+// A frame before the sender authenticated: room for parameters that carry a path of PATH_MAX
+// (bench storage --path) beside the rest of the hello.
+inline constexpr size_t kMaxParamsBytes = 8192;
+inline constexpr size_t kMaxHelloBytes = 12288;
 inline constexpr size_t kMaxFrameBytes = 64 << 20;  // any frame after (ReadFrame's cap)
 inline constexpr size_t kMaxPayloadBytes = 1 << 20;  // one rank's all-gather payload
 inline constexpr size_t kMaxReasonBytes = 512;      // a reason or detail a rank sends, cut there

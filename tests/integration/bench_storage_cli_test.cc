@@ -62,6 +62,21 @@ TEST(BenchStorageCliTest, TableOutputPrintsEachPhaseAsItFinishes) {
   RunBinary("rm", {"-rf", dir});
 }
 
+// A --path as long as Linux allows (4,054 bytes here) travels in every rank's hello, which is
+// read before the rank authenticated: it must fit the pre-auth cap ("not a tocsin rank" before).
+TEST(BenchStorageCliTest, APathAsLongAsLinuxAllowsFitsTheRanksHello) {
+  std::string dir = TempDir("storage-long");
+  std::string path = dir;
+  while (path.size() + 251 <= 4052) path += "/" + std::string(250, 'x');
+  path += "/" + std::string(4054 - path.size() - 1, 'y');
+  ASSERT_EQ(path.size(), 4054u);
+  ASSERT_EQ(RunBinary("mkdir", {"-p", path}).exit_code, 0);
+  JsonRun r = RunTocsinJson({"bench", "storage", "--local", "2", "--path", path, "-j", "1",
+                             "--size", "1M", "--files", "4", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.report.dump(1);
+  RunBinary("rm", {"-rf", dir});
+}
+
 TEST(BenchStorageCliTest, AcceptanceRunOnTheDisk) {
   std::string dir = TempDir("storage-disk");
   JsonRun r =
