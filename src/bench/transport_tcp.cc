@@ -1,4 +1,5 @@
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -6,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "base/strings.h"
 #include "bench/transport.h"
@@ -49,32 +51,7 @@ class TcpTransport : public Transport {
       if (!st.ok()) return st;
       socks_[j] = std::move(*fd);
     }
-    int strangers = 0;
-    for (int accepted = 0; accepted < rank_;) {
-      auto fd = ranks::Accept(listener_.get(), deadline);
-      if (!fd.ok()) {
-        return fd.status().WithPrefix(
-            "waiting for lower ranks to connect" +
-            (strangers ? " (" + std::to_string(strangers) +
-                             " connection(s) without the run's secret were dropped)"
-                       : std::string()));
-      }
-      ranks::TuneStream(fd->get(), kSocketBuffer);
-      // A short wait each: a silent stranger must not use up the whole deadline.
-      Deadline hello_deadline =
-          std::min(deadline, ranks::DeadlineIn(std::chrono::milliseconds(2000)));
-      std::string hello(kHelloBytes, '\0');
-      Status st =
-          ranks::ReadAll(fd->get(), hello.data(), hello.size(), hello_deadline, "a connecting rank");
-      int who = Authenticate(hello, secret);
-      if (!st.ok() || who < 0 || socks_[who].valid()) {
-        ++strangers;
-        continue;
-      }
-      socks_[who] = std::move(*fd);
-      ++accepted;
-    }
-    return Status::Ok();
+    return AcceptLowerRanks(secret, deadline);
   }
 
   // Tries the socket calls first and polls only when both directions would block, so a
@@ -141,6 +118,103 @@ class TcpTransport : public Transport {
   int abort_fd_;
   // "RANK SECRET", space-padded: what a connecting rank sends first.
   static constexpr size_t kHelloBytes = 16 + ranks::kRunSecretBytes;
+
+  // A connection that has not yet presented the run's secret.
+  struct Joining {
+    Fd fd;
+    Deadline expires;
+    std::string hello;  // what it sent so far, at most kHelloBytes
+  };
+  static constexpr size_t kMaxJoining = 64;  // the oldest gives way
+  static constexpr std::chrono::milliseconds kHelloWait{2000};
+
+  // Admission, as the coordinator's: poll-driven, every joining connection read as its bytes
+  // arrive (kHelloBytes at most), dropped when it does not present the secret within
+  // kHelloWait, so silent strangers wait side by side and never hold up a real rank.
+  Status AcceptLowerRanks(const std::string& secret, Deadline deadline) {
+    // A burst of accepts stops at EAGAIN, never blocks.
+    fcntl(listener_.get(), F_SETFL, fcntl(listener_.get(), F_GETFL) | O_NONBLOCK);
+    std::vector<Joining> joining;
+    int accepted = 0, strangers = 0;
+    std::optional<Deadline> accept_paused_until;  // after EMFILE and the like: retried
+    auto drop = [&strangers](Joining& j) {
+      j.fd = Fd();
+      ++strangers;
+    };
+    while (accepted < rank_) {
+      Deadline now = ranks::SteadyClock::now();
+      if (accept_paused_until && now >= *accept_paused_until) accept_paused_until.reset();
+      std::vector<pollfd> fds = {{accept_paused_until ? -1 : listener_.get(), POLLIN, 0},
+                                 {abort_fd_, POLLIN, 0}};
+      Deadline wake = std::min(deadline, accept_paused_until.value_or(deadline));
+      for (const auto& j : joining) {
+        fds.push_back({j.fd.get(), POLLIN, 0});
+        wake = std::min(wake, j.expires);
+      }
+      int r = poll(fds.data(), fds.size(), ranks::MillisLeft(wake));
+      if (r < 0 && errno != EINTR) return Status::IoError("poll: " + Errno());
+      now = ranks::SteadyClock::now();
+      if (r > 0 && fds[1].revents) return Status(StatusCode::kUnavailable, "aborted");
+      if (now >= deadline) {
+        return Status::Timeout(
+            "waiting for lower ranks to connect: " + std::to_string(rank_ - accepted) + " of " +
+            std::to_string(rank_) + " did not" +
+            (strangers ? " (" + std::to_string(strangers) +
+                             " connection(s) without the run's secret were dropped)"
+                       : std::string()));
+      }
+      for (size_t i = 0; i < joining.size(); ++i) {
+        Joining& j = joining[i];
+        if (r > 0 && (fds[2 + i].revents & (POLLIN | POLLHUP | POLLERR))) {
+          char buf[kHelloBytes];
+          ssize_t k = recv(j.fd.get(), buf, kHelloBytes - j.hello.size(), 0);
+          if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+            drop(j);
+            continue;
+          }
+          if (k > 0) j.hello.append(buf, static_cast<size_t>(k));
+          if (j.hello.size() == kHelloBytes) {
+            int who = Authenticate(j.hello, secret);
+            if (who < 0 || socks_[who].valid()) {
+              drop(j);
+            } else {
+              socks_[who] = std::move(j.fd);
+              ++accepted;
+            }
+            continue;
+          }
+        }
+        if (now >= j.expires) drop(j);
+      }
+      std::erase_if(joining, [](const Joining& j) { return !j.fd.valid(); });
+      if (r > 0 && (fds[0].revents & POLLIN)) {
+        for (int burst = 0; burst < 16; ++burst) {  // then the joining ones get their turn
+          int fd = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+              // Out of descriptors (EMFILE) or the like: pause rather than spin, and let the
+              // oldest joining connection give its descriptor back.
+              accept_paused_until = ranks::DeadlineIn(std::chrono::milliseconds(50));
+              if (!joining.empty()) {
+                drop(joining.front());
+                joining.erase(joining.begin());
+              }
+            }
+            break;
+          }
+          Fd conn(fd);
+          ranks::TuneStream(conn.get(), kSocketBuffer);
+          if (joining.size() >= kMaxJoining) {  // the oldest has had the longest
+            drop(joining.front());
+            joining.erase(joining.begin());
+          }
+          joining.push_back({std::move(conn), ranks::DeadlineIn(kHelloWait), ""});
+        }
+      }
+    }
+    return Status::Ok();
+  }
 
   // The connecting rank's number when `hello` carries the run's secret and a lower rank; -1 else.
   int Authenticate(const std::string& hello, const std::string& secret) const {

@@ -312,6 +312,24 @@ TEST(BenchNetCliTest, EveryRankWritesADecodableVerdict) {
   RunBinary("rm", {"-rf", dir});
 }
 
+TEST(BenchNetCliTest, ANodeNameThatIsNotOneIsDroppedAndCounted) {
+  std::string dir = testing::TempDir("verdict");
+  std::string file = dir + "/termination-log";
+  JsonRun r = RunTocsinJson(
+      Args({"--local", "2", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--verdict-file", file}),
+      {"TOCSIN_NODE_NAME=Not_A_Node\x1b[31m"});
+  ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+  EXPECT_TRUE(r.report["inventory"]["ranks"][1]["node"].is_null()) << r.report.dump(1);
+  EXPECT_EQ(r.report["inventory"]["ranks"][1]["node_dropped"], true);
+  auto v = bench::DecodeVerdict(ReadFile(file));
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(v->ranks.size(), 2u);
+  EXPECT_EQ(v->ranks[0].node, "");
+  EXPECT_EQ(v->ranks[1].node, "");
+  EXPECT_EQ(v->nodes_dropped, 2u);
+  RunBinary("rm", {"-rf", dir});
+}
+
 TEST(BenchNetCliTest, ARefusalAndAUsageErrorWriteTheirVerdicts) {
   std::string dir = testing::TempDir("verdict");
   std::string file = dir + "/termination-log";
