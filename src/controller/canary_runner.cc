@@ -104,9 +104,13 @@ void CanaryRunner::Step(TimePoint now) {
     auto steady = std::chrono::steady_clock::now();
     if (steady - last_load_ >= std::chrono::seconds(30) || last_load_ == decltype(last_load_){}) {
       last_load_ = steady;
-      if (Status st = LoadState(); !st.ok() && st.code() != StatusCode::kNotFound) {
-        Log("canary: the history cannot be read: " + st.message());
-      }
+      // What this replica says is what it can read: the leader's own setup problems are the
+      // leader's to report.
+      Status st = LoadState();
+      SetupProblem(st.ok() || st.code() == StatusCode::kNotFound
+                       ? ""
+                       : "cannot read the history in ConfigMap " + options_.job.ns + "/" +
+                             options_.state_name + ": " + st.message());
     }
     Rebuild(now);
     return;
@@ -121,6 +125,8 @@ void CanaryRunner::Step(TimePoint now) {
     SetupProblem("");
   }
   if (round_) Advance(now);
+  // A start in the future (a clock step, an edited ConfigMap) never holds the rounds back.
+  if (state_.last_round_start && *state_.last_round_start > now) state_.last_round_start.reset();
   if (!round_ && leader_() &&
       (!state_.last_round_start || now - *state_.last_round_start >= options_.interval)) {
     Plan(now);
