@@ -31,14 +31,27 @@ done
 if ! command -v kubectl >/dev/null 2>&1; then
   missing+=(kubernetes-client)
 fi
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Node.js and npm (the machine's own, else Debian's): CEL expressions of deploy/'s admission
+# policies are evaluated offline with the npm package @bufbuild/cel.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
 fi
-echo "deps: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "deps: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
-  exit 2
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# npm packages, pinned, cached outside the repository (tests find them through NODE_PATH).
+NPM_CACHE=${TOCSIN_NPM_DIR:-/var/cache/tocsin/npm}
+CEL_VERSION=0.6.1
+if [ ! -f "$NPM_CACHE/node_modules/@bufbuild/cel/package.json" ] ||
+   ! grep -q "\"version\": \"$CEL_VERSION\"" "$NPM_CACHE/node_modules/@bufbuild/cel/package.json"; then
+  echo "deps: npm install @bufbuild/cel@$CEL_VERSION into $NPM_CACHE"
+  mkdir -p "$NPM_CACHE"
+  npm install --silent --no-audit --no-fund --prefix "$NPM_CACHE" "@bufbuild/cel@$CEL_VERSION" >/dev/null
+fi

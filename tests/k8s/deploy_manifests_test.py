@@ -6,11 +6,12 @@ non-root user from a base pinned by date and digest; the DaemonSet's container i
 
     python3 tests/k8s/deploy_manifests_test.py -v
 
-Needs python3-yaml only.
+Needs python3-yaml, and Node.js with @bufbuild/cel (tools/deps.sh installs both).
 """
 
+import json
 import os
-import re
+import subprocess
 import sys
 import unittest
 
@@ -41,53 +42,25 @@ def rights(docs):
     return out
 
 
-# A small evaluator for the CEL this repository's admission policy uses (field selection, map
-# and list indexing, `in` on maps, ==, &&, ||, has(), single-quoted strings). No CEL library is
-# packaged for this machine; this checks the expression's logic and field names, not CEL itself.
-class NoSuchKey(Exception):
-    pass
-
-
-class Value:
-    def __init__(self, v):
-        self.v = v
-
-    def __getattr__(self, name):
-        if not isinstance(self.v, dict) or name not in self.v:
-            raise NoSuchKey(name)
-        return wrap(self.v[name])
-
-    def __getitem__(self, k):
-        try:
-            return wrap(self.v[k])
-        except (KeyError, IndexError) as e:
-            raise NoSuchKey(str(k)) from e
-
-    def __contains__(self, k):
-        return k in self.v
-
-    def __eq__(self, other):
-        return self.v == (other.v if isinstance(other, Value) else other)
-
-
-def wrap(v):
-    return Value(v) if isinstance(v, (dict, list)) else v
+# CEL is evaluated by the real thing, offline: @bufbuild/cel (npm), which tools/deps.sh installs
+# into /var/cache/tocsin/npm, through tests/k8s/cel_eval.cjs.
+NPM_DIR = os.environ.get("TOCSIN_NPM_DIR", "/var/cache/tocsin/npm")
+CEL_EVAL = os.path.join(ROOT, "tests", "k8s", "cel_eval.cjs")
 
 
 def cel(expression, request):
-    py = expression.replace("&&", " and ").replace("||", " or ")
-    py = re.sub(r"\bhas\(", "_has(lambda: ", py)
-
-    def _has(f):
-        try:
-            f()
-            return True
-        except NoSuchKey:
-            return False
-    try:
-        return bool(eval(py, {"__builtins__": {}, "request": wrap(request), "_has": _has}))
-    except NoSuchKey:
-        return None  # an evaluation error: failurePolicy decides
+    """The expression's value for `request`, or None when CEL could not evaluate it (an error:
+    the policy's failurePolicy decides)."""
+    r = subprocess.run(["node", CEL_EVAL], input=json.dumps(
+        {"expression": expression, "bindings": {"request": request}}), capture_output=True,
+        text=True, timeout=60, env=dict(os.environ, NODE_PATH=os.path.join(NPM_DIR, "node_modules")))
+    if r.returncode != 0:
+        raise AssertionError("cel_eval.cjs failed (is @bufbuild/cel installed? make test runs "
+                             "tools/deps.sh): " + r.stderr)
+    out = json.loads(r.stdout)
+    if "error" in out:
+        return None
+    return out["value"]
 
 
 def node_request(user, node, operation="UPDATE", node_name_claim=None):
