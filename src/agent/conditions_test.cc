@@ -26,11 +26,15 @@ TaskState Ran(std::string name, std::vector<std::string> checks, std::vector<Fin
   return t;
 }
 
+// The condition of `type`; a missing one fails the test (and reads as an empty condition, never
+// a null pointer).
 const NodeCondition* Find(const std::vector<NodeCondition>& cs, const std::string& type) {
   for (const auto& c : cs) {
     if (c.type == type) return &c;
   }
-  return nullptr;
+  ADD_FAILURE() << "no condition " << type;
+  static const NodeCondition kMissing;
+  return &kMissing;
 }
 
 TEST(ChecksTest, StatusPerCheck) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -69,12 +71,30 @@ TEST(MetricsServerTest, APortInUseIsNamed) {
       << bad.message();
 }
 
-// promtool (Prometheus' own linter) must accept the exposition.
+// promtool (Prometheus' own linter) must accept the exposition: every metric type, and label
+// values that need escaping (a subject can hold quotes, backslashes and newlines).
 TEST(MetricsServerTest, PromtoolAcceptsTheExposition) {
   auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::BuildGauge()
+      .Name("tocsin_test_level")
+      .Help("A gauge.")
+      .Register(*registry)
+      .Add({{"subject", "a \"quoted\" \\ path\nand a line"}})
+      .Set(1);
+  prometheus::BuildCounter().Name("tocsin_test_total").Help("A counter.").Register(*registry).Add({}).Increment();
+  prometheus::BuildHistogram()
+      .Name("tocsin_test_seconds")
+      .Help("A histogram.")
+      .Register(*registry)
+      .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 1})
+      .Observe(0.5);
   MetricsServer server(registry);
+  std::string text = server.Render();
+  for (const char* name : {"tocsin_test_level{", "tocsin_test_total ", "tocsin_test_seconds_bucket{"}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name << " missing from\n" << text;
+  }
   std::string path = "/tmp/tocsin-metrics-" + std::to_string(getpid()) + ".txt";
-  std::ofstream(path) << server.Render();
+  std::ofstream(path) << text;
   auto r = sys::RunProcess({"sh", "-c", "promtool check metrics < " + path});
   std::remove(path.c_str());
   ASSERT_TRUE(r.ok()) << r.status().ToString();

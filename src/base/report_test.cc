@@ -136,7 +136,15 @@ TEST(ReportTest, LongNotesWrapToo) {
 TEST(ReportTest, InvalidUtf8DoesNotThrow) {
   Report r = Sample();
   r.findings[0].message = std::string("bad \xff\xfe bytes");
-  EXPECT_NO_THROW(RenderReport(r, OutputFormat::kJson));
+  std::string out;
+  ASSERT_NO_THROW(out = RenderReport(r, OutputFormat::kJson));
+  // Still one valid JSON document (UTF-8 throughout), the message kept with its bytes replaced.
+  auto doc = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << out;
+  std::string message = doc["findings"][0]["message"];
+  EXPECT_EQ(message.rfind("bad ", 0), 0u) << message;
+  EXPECT_NE(message.find("bytes"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\xff'), std::string::npos) << message;
 }
 
 }  // namespace

@@ -378,15 +378,19 @@ TEST(AgentCliTest, DeployManifestsBuildAndTheirConfigRuns) {
   // Every rule carries its reason.
   for (const char* file : {"/deploy/agent/rbac.yaml", "/deploy/agent/rbac-taint.yaml"}) {
     std::ifstream in(kSource + file);
+    ASSERT_TRUE(in.is_open()) << file << " moved? this check would pass on nothing";
     std::string line;
     bool explained = false;  // a comment since the last rule
+    int rules = 0;
     while (std::getline(in, line)) {
       if (line.find('#') != std::string::npos) explained = true;
       if (line.find("verbs:") != std::string::npos) {
+        ++rules;
         EXPECT_TRUE(explained) << file << ": a rule without a comment: " << line;
         explained = false;
       }
     }
+    EXPECT_GT(rules, 0) << file << " has no rules to check";
   }
   // The shipped agent.yaml runs (flags win: a fixture root, no Kubernetes, any port).
   std::string dir = TempDir("agent-deploy");
