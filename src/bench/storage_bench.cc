@@ -301,8 +301,10 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     ranks::WorldOptions wo = o.world;
     wo.params =
         fmt::format("storage {} {} {} {} {}", o.path, po.size, po.block, po.jobs, po.direct);
+    if (o.on_rendezvous) o.on_rendezvous(run_dir);
     auto w = ranks::World::Connect(wo);
     if (!w.ok()) {
+      if (o.on_rendezvous) o.on_rendezvous("");
       cleanup(probe);
       report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",
                                  w.status().message(), std::nullopt, json::object()});
@@ -311,6 +313,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     world = std::move(*w);
     if (rank == 0 && o.on_coordinator) o.on_coordinator(world->options().coordinator);
     auto p = world->Join(ranks::Hostname());
+    if (o.on_rendezvous) o.on_rendezvous("");
     if (!p.ok()) {
       cleanup(probe);
       report.findings.push_back({"storage.rank.failed", Severity::kCritical,

@@ -25,6 +25,10 @@ struct StorageBenchOptions {
   // Rank 0 only, with table output: lines to print as each phase finishes, before the report.
   std::function<void(const std::string&)> on_progress;
   std::atomic<bool>* interrupted = nullptr;  // Ctrl-C: stop, clean up, report
+  // Called with the run's folder when the ranks' rendezvous begins (a wait on other ranks that
+  // `interrupted` cannot cut short) and with "" when it ends: the CLI stops at once on a signal
+  // meanwhile, removing that (still empty) folder.
+  std::function<void(const std::string&)> on_rendezvous;
 };
 
 struct StorageBenchResult {

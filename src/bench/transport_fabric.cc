@@ -94,9 +94,16 @@ class FabricTransport : public Transport {
     if (auto api = LoadFabric(); !api.ok()) return api.status();
     // A receive matches only the address it names (the peers the coordinator vouched for) where
     // the provider can (FI_DIRECTED_RECV); else any sender's message would match it.
-    int rc = Lookup(provider, ip, FI_TAGGED | FI_DIRECTED_RECV);
-    info_.sources_checked = rc == 0;
-    if (rc != 0) rc = Lookup(provider, ip, FI_TAGGED);
+    // The address binding comes first: a provider bound to the job's address without
+    // FI_DIRECTED_RECV is preferred to an unbound one with it (another NIC, or shm).
+    int rc = -FI_ENODATA;
+    for (bool bound : {true, false}) {
+      if (bound && ip.empty()) continue;
+      rc = Lookup(provider, bound ? ip : "", FI_TAGGED | FI_DIRECTED_RECV);
+      info_.sources_checked = rc == 0;
+      if (rc != 0) rc = Lookup(provider, bound ? ip : "", FI_TAGGED);
+      if (rc == 0) break;
+    }
     if (rc != 0) {
       return Status::Unavailable("libfabric offers no reliable tagged endpoint" +
                                  (provider.empty() ? std::string() : " for provider " + provider) +
@@ -113,12 +120,11 @@ class FabricTransport : public Transport {
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
-    // Bound to the address the coordinator sees first (the job's network); providers without
-    // IP addressing (shm) are asked again without it.
+    // Bound to the address the coordinator sees (the job's network); "" asks without it, for
+    // providers without IP addressing (shm).
     int rc = ip.empty()
-                 ? -FI_ENODATA
+                 ? Fi().getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_)
                  : Fi().getinfo(FI_VERSION(1, 9), ip.c_str(), nullptr, FI_SOURCE, hints, &fi_);
-    if (rc != 0) rc = Fi().getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &fi_);
     Fi().freeinfo(hints);
     return rc;
   }

@@ -162,7 +162,32 @@ int RunNet(const NetFlags& f) {
 }
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
+volatile sig_atomic_t g_signal = 0;  // the last one that came
+extern "C" void OnInterrupt(int sig) {
+  g_signal = sig;
+  g_interrupted.store(true);
+}
+// While the ranks meet (a wait the interrupt flag cannot cut short), a signal ends the process at
+// once: the run's folder, still empty, is removed first (rmdir and write are async-signal-safe).
+char g_rendezvous_dir[8192] = {};
+extern "C" void OnInterruptWhileMeeting(int sig) {
+  if (g_rendezvous_dir[0] != '\0') (void)!rmdir(g_rendezvous_dir);
+  const char msg[] = "tocsin: interrupted while waiting for the other ranks\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(128 + sig);
+}
+void Meeting(const std::string& dir) {
+  if (!dir.empty() && dir.size() < sizeof g_rendezvous_dir) {
+    std::memcpy(g_rendezvous_dir, dir.c_str(), dir.size() + 1);
+    std::signal(SIGINT, OnInterruptWhileMeeting);
+    std::signal(SIGTERM, OnInterruptWhileMeeting);
+    if (g_interrupted.load()) OnInterruptWhileMeeting(g_signal);  // one that came just before
+  } else {
+    std::signal(SIGINT, OnInterrupt);
+    std::signal(SIGTERM, OnInterrupt);
+    g_rendezvous_dir[0] = '\0';
+  }
+}
 volatile sig_atomic_t g_probe_child = 0;
 extern "C" void ForwardToProbe(int sig) {
   if (g_probe_child > 0) kill(g_probe_child, sig);
@@ -185,6 +210,7 @@ int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
   o.interrupted = &g_interrupted;
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
+  o.on_rendezvous = Meeting;
   bool progress = false;
   o.on_progress = ProgressPrinter(f.report, &progress);
   auto result = bench::RunStorageBench(o);
@@ -275,6 +301,8 @@ int RunStorage(const StorageFlags& f) {
   if (n != sizeof code) {
     int status = 0;
     waitpid(child, &status, 0);
+    // Stopped by a signal while the ranks met (it says so on stderr): its exit code stands.
+    if (WIFEXITED(status) && WEXITSTATUS(status) > 128) return WEXITSTATUS(status);
     std::cerr << "tocsin: error: the storage probe died ("
               << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                       : "exit " + std::to_string(WEXITSTATUS(status)))

@@ -124,12 +124,19 @@ Status FrameReader::ReadFrom(int fd, const std::string& what) {
   return Status::Ok();
 }
 
+std::string AsSent(const std::string& text) {
+  return json::parse(json(text).dump(-1, ' ', false, json::error_handler_t::replace))
+      .get<std::string>();
+}
+
 std::string EncodeHello(const Hello& h) {
   return json{{"type", "hello"},         {"version", h.version}, {"token", h.token},
               {"rank", h.rank},          {"world_size", h.world_size},
               {"params", h.params},      {"host", h.host},       {"address", h.address},
               {"node", h.node}}
-      .dump();
+      // A --path that is not UTF-8 travels with its bad bytes replaced (U+FFFD) instead of
+      // throwing: every rank replaces them the same way, so their parameters still compare.
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<Hello> DecodeHello(std::string_view frame) {
@@ -190,7 +197,7 @@ std::string EncodeRoster(const std::vector<Peer>& peers, const std::string& secr
                                {"node", p.node},
                                {"node_dropped", p.node_dropped}});
   }
-  return roster.dump();
+  return roster.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<std::vector<Peer>> DecodeRoster(std::string_view frame, int world_size,

@@ -32,6 +32,9 @@ struct Peer {
   std::string Name() const;  // "rank 2 (node-c 10.77.0.3)"
 };
 
+// `text` as a JSON string carries it between ranks: invalid UTF-8 replaced by U+FFFD.
+std::string AsSent(const std::string& text);
+
 inline constexpr size_t kMaxNodeNameBytes = 253;
 // Whether `name` is a Kubernetes node name: a DNS subdomain (RFC 1123: lowercase alphanumeric
 // labels, '-' inside them, joined by '.') of at most kMaxNodeNameBytes.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
@@ -111,6 +112,9 @@ Status Validate(const WorldOptions& o) {
 Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
   if (Status st = Validate(options); !st.ok()) return st;
   std::unique_ptr<World> w(new World(options));
+  // The parameters as every hello carries them (bytes that are not UTF-8 replaced), so that rank
+  // 0 compares like with like.
+  w->options_.params = AsSent(w->options_.params);
   w->coordinator_name_ = "coordinator " + options.coordinator;
   auto hp = SplitHostPort(options.coordinator);
   if (!hp.ok()) return hp.status();
@@ -150,7 +154,15 @@ Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
   // The hello goes at once: the coordinator drops a connection that stays silent.
   Hello hello{kVersion,        options.token, options.rank, options.world_size,
               w->options_.params, Hostname(), "", NodeName()};
-  Status st = WriteFrame(w->control_.get(), EncodeHello(hello), DeadlineIn(options.timeout),
+  std::string frame = EncodeHello(hello);
+  if (frame.size() > kMaxHelloBytes) {
+    return Status::InvalidArgument(fmt::format(
+        "this rank's hello is {} bytes, more than the {} a rank may send before it is "
+        "authenticated: the run's parameters are too long (a --path this long, or with "
+        "characters that JSON escapes?)",
+        frame.size(), kMaxHelloBytes));
+  }
+  Status st = WriteFrame(w->control_.get(), frame, DeadlineIn(options.timeout),
                          w->coordinator_name_);
   if (!st.ok()) return st;
   return w;
@@ -159,7 +171,9 @@ Result<std::unique_ptr<World>> World::Connect(const WorldOptions& options) {
 World::World(WorldOptions options) : options_(std::move(options)) {}
 
 World::~World() {
-  if (!left_) Abort("rank " + std::to_string(options_.rank) + " stopped");
+  // Also after this rank left (a refused hello, an abort): rank 0's coordinator thread stops
+  // before it is joined, never waiting out its admission.
+  Abort("rank " + std::to_string(options_.rank) + " stopped");
   control_ = Fd();
   if (coordinator_thread_.joinable()) coordinator_thread_.join();
 }

@@ -185,6 +185,57 @@ TEST(BenchStorageCliTest, CtrlCStopsCleansUpAndReports) {
   EXPECT_FALSE(report.is_discarded()) << r.out;
 }
 
+// Waiting for the other ranks, a SIGTERM (a deleted Job's pod) or Ctrl-C stops the rank at once
+// and leaves no probe folder behind (it waited out the whole --timeout before, folder left).
+TEST(BenchStorageCliTest, ASignalWhileWaitingForTheRanksStopsAtOnceAndCleansUp) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig);
+    std::string dir = TempDir("storage-meeting");
+    setenv("TOCSIN_BENCH_TOKEN", "a-test-token", 1);
+    Process p({TOCSIN_BINARY, "bench", "storage", "--path", dir, "--world-size", "2", "--rank",
+               "0", "--coordinator", "127.0.0.1:0", "--timeout", "120", "-o", "json"});
+    unsetenv("TOCSIN_BENCH_TOKEN");
+    // The probe folder exists once the rendezvous starts (it is made just before).
+    for (int i = 0; i < 2000 && fs::is_empty(dir); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_FALSE(fs::is_empty(dir));
+    auto start = std::chrono::steady_clock::now();
+    ::kill(p.pid(), sig);
+    RunResult r = p.Wait();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_EQ(r.exit_code, 128 + sig) << r.out << r.err;
+    EXPECT_NE(r.err.find("interrupted while waiting for the other ranks"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(fs::is_empty(dir)) << "the folder made for the run is removed";
+    fs::remove_all(dir);
+  }
+}
+
+// Paths the hello once choked on: invalid UTF-8 threw (exit 3, folders left); one whose JSON
+// escaping passes the hello's cap was "not a tocsin rank", then a 300 s hang in rank 0.
+TEST(BenchStorageCliTest, OddPathsAreMeasuredOrRefusedClearlyNeverHang) {
+  std::string dir = TempDir("storage-odd");
+  std::string latin1 = dir + "/caf\xe9";
+  ASSERT_TRUE(fs::create_directory(latin1));
+  JsonRun ok = RunTocsinJson({"bench", "storage", "--local", "2", "--path", latin1, "-j", "1",
+                              "--size", "1M", "--files", "4", "-o", "json"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.report.dump(1);
+  std::string ctl = dir;
+  for (int i = 0; i < 15; ++i) {
+    ctl += "/" + std::string(240, '\x01');
+    ASSERT_TRUE(fs::create_directory(ctl));
+  }
+  auto start = std::chrono::steady_clock::now();
+  RunResult big = RunBinary(TOCSIN_BINARY, {"bench", "storage", "--local", "2", "--path", ctl,
+                                            "-j", "1", "--size", "1M", "--files", "4"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  EXPECT_NE(big.exit_code, 0);
+  EXPECT_NE(big.out.find("hello is"), std::string::npos) << big.out << big.err;
+  EXPECT_EQ(big.out.find("not a tocsin rank"), std::string::npos) << big.out;
+  fs::remove_all(dir);
+}
+
 TEST(BenchStorageCliTest, RanksShareOnePath) {
   std::string dir = TempDir("storage-ranks");
   JsonRun r = RunTocsinJson({"bench", "storage", "--path", dir, "--local", "3", "--phase", "write",
