@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "canary/history.h"
-#include "canary/json_fields.h"
+#include "base/json_fields.h"
 
 namespace tocsin::canary {
 

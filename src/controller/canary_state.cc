@@ -6,15 +6,13 @@
 #include <random>
 
 #include "base/strings.h"
-#include "canary/json_fields.h"
+#include "base/json_fields.h"
 #include "controller/canary_metrics.h"
 #include "controller/canary_runner.h"
 #include "controller/log.h"
 
 namespace tocsin::controller {
 
-using canary::StringField;
-using canary::TimeField;
 using nlohmann::json;
 
 namespace {

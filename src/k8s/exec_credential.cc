@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.h"
 #include "base/strings.h"
 #include "sys/subprocess.h"
 
@@ -14,15 +15,16 @@ Result<ExecCredential> ParseExecCredential(const std::string& text, const std::s
   if (j.is_discarded() || !j.is_object()) {
     return Status::ParseError(what + ": output is not a JSON object");
   }
-  if (j.value("kind", "") != "ExecCredential") {
-    return Status::ParseError(what + ": kind is \"" + j.value("kind", "") +
-                              "\", want ExecCredential");
+  // Fields of another type read as absent (value() would throw on them).
+  std::string kind = StringField(j, "kind", 200), api = StringField(j, "apiVersion", 200);
+  if (kind != "ExecCredential") {
+    return Status::ParseError(what + ": kind is \"" + Quote(kind) + "\", want ExecCredential");
   }
-  if (j.value("apiVersion", "") != api_version) {
-    return Status::ParseError(what + ": apiVersion \"" + j.value("apiVersion", "") +
+  if (api != api_version) {
+    return Status::ParseError(what + ": apiVersion \"" + Quote(api) +
                               "\" differs from the kubeconfig's \"" + api_version + "\"");
   }
-  const auto& status = j.value("status", nlohmann::json::object());
+  const nlohmann::json status = j.contains("status") ? j["status"] : nlohmann::json::object();
   if (!status.is_object()) return Status::ParseError(what + ": status is not an object");
   ExecCredential out;
   auto str = [&](const char* k) {

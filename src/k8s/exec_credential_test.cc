@@ -7,6 +7,17 @@ namespace {
 
 constexpr const char* kV1 = "client.authentication.k8s.io/v1";
 
+// Found by fuzz_kube_auth: a field of another type than the API's threw (a crash, exit 3).
+TEST(ExecCredentialTest, FieldsOfAnotherTypeAreErrorsNotExceptions) {
+  for (const char* text :
+       {R"({"kind":{"token":"x"},"apiVersion":"client.authentication.k8s.io/v1"})",
+        R"({"kind":"ExecCredential","apiVersion":7})",
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":"x"})"}) {
+    auto r = ParseExecCredential(text, "client.authentication.k8s.io/v1", "p");
+    EXPECT_FALSE(r.ok()) << text;
+  }
+}
+
 TEST(ExecCredentialTest, TokenWithExpiry) {
   auto c = ParseExecCredential(
       R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{},

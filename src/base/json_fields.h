@@ -6,19 +6,20 @@
 
 #include "base/time.h"
 
-namespace tocsin::canary {
+namespace tocsin {
 
-// Lenient readers of hostile JSON objects (the canary ConfigMap, Jobs listed back): a field
-// missing or of another type reads as absent or "", a string is cut at `max` bytes.
+// Lenient readers of hostile JSON objects (a plugin's output, the canary ConfigMap, Jobs listed
+// back): a field missing or of another type reads as absent or "", a string is cut at `max` bytes.
 inline std::optional<TimePoint> TimeField(const nlohmann::json& o, const char* key) {
   if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return std::nullopt;
   return ParseRfc3339(o[key].get_ref<const std::string&>());
 }
 
-inline std::string StringField(const nlohmann::json& o, const char* key, size_t max) {
+inline std::string StringField(const nlohmann::json& o, const char* key,
+                               size_t max = std::string::npos) {
   if (!o.is_object() || !o.contains(key) || !o[key].is_string()) return "";
   const std::string& s = o[key].get_ref<const std::string&>();
   return s.size() > max ? s.substr(0, max) : s;
 }
 
-}  // namespace tocsin::canary
+}  // namespace tocsin
