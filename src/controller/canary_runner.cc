@@ -256,6 +256,25 @@ void CanaryRunner::Plan(TimePoint now) {
     (void)SaveState();
     return;  // never run canaries without the production environment they were asked to copy
   }
+  // A resource no node advertises at all (not even at 0) is a name no device plugin serves: a
+  // typo, or no plugin deployed. One setup finding, never every node blamed for it.
+  std::vector<std::string> unknown;
+  cache_->Read([&](const k8s::Snapshot& snap) {
+    for (const auto& resource : options_.job.resources) {
+      const std::string& name = resource.first;  // (clang 14 captures no structured binding)
+      bool any = std::any_of(snap.nodes.begin(), snap.nodes.end(),
+                             [&](const k8s::Node& n) { return n.allocatable.count(name) > 0; });
+      if (!any) unknown.push_back(name);
+    }
+  });
+  if (!unknown.empty()) {
+    SetupProblem("no node advertises " + Join(unknown, ", ") +
+                 " (--canary-resource): a resource name no device plugin serves, or no plugin "
+                 "deployed");
+    (void)SaveState();
+    return;
+  }
+  if (setup_problem_.rfind("no node advertises", 0) == 0) SetupProblem("");
   canary::PlanOptions po{.max_nodes = options_.max_nodes,
                          .seed = options_.seed + rounds_,
                          .now = now,

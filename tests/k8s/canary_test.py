@@ -204,6 +204,22 @@ class CanaryTest(ClusterTestCase):
         finally:
             c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "controller", "canary-rbac.yaml"))
 
+    def test_a_resource_no_node_advertises_is_one_setup_finding_not_every_node(self):
+        c = self.cluster
+        ctl = ControllerProcess(self.kubeconfig, "--identity", "canary-typo", "--canary",
+                                "--canary-namespace", NS, "--canary-image", "tocsin:test",
+                                "--canary-resource", "rdma/hca_shared_devices_typo=1",
+                                "--canary-interval", "3s", "--canary-expect", "tcp")
+        self.controllers.append(ctl)
+
+        def setup():
+            return [f for f in self.canary_findings(ctl) if f["check"] == "canary.setup"]
+        c.wait_for(setup, 60, "canary.setup on /metrics", interval=0.5)
+        self.assertIn("no node advertises rdma/hca_shared_devices_typo", ctl.log())
+        self.assertEqual([f for f in self.canary_findings(ctl) if f["check"] != "canary.setup"],
+                         [])
+        self.assertEqual(self.canary_objects(), [])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
