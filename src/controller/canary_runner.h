@@ -77,6 +77,7 @@ class CanaryRunner {
   struct PairRun {
     int index = 0;
     std::string a, b;  // rank 0's and rank 1's nodes
+    std::string block_a, block_b;
     std::string why;
     RankJob ranks[2];
     bool judged = false;
@@ -112,7 +113,8 @@ class CanaryRunner {
   void Rebuild(TimePoint now);  // findings and metrics from the history
   // The fabric nodes with their blocks; with `eligible`, also those idle and Ready now.
   std::vector<canary::NodeInfo> FabricNodes(std::vector<canary::NodeInfo>* eligible) const;
-  std::pair<std::string, std::string> Blocks(const std::string& a, const std::string& b) const;
+  // Each pair's topology blocks, once per round (a result is recorded with them).
+  static void SetBlocks(Round& round, const std::vector<canary::NodeInfo>& all);
   void SetupProblem(const std::string& what);
 
   CanaryOptions options_;

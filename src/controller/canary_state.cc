@@ -277,9 +277,11 @@ Status CanaryRunner::Adopt(TimePoint now) {
     if (!round.pairs.empty()) {
       Log(fmt::format("canary: carrying on round {} ({} pairs in flight)", round.id,
                       round.pairs.size()));
+      std::vector<canary::NodeInfo> all = FabricNodes(nullptr);
+      SetBlocks(round, all);
       round_ = std::move(round);
       // The window the round was planned with, for the results still to come.
-      window_ = Window(FabricNodes(nullptr).size());
+      window_ = Window(all.size());
     }
   }
   return Status::Ok();
