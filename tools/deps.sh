@@ -46,12 +46,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# npm packages, pinned, cached outside the repository (tests find them through NODE_PATH).
+# npm packages, pinned, cached outside the repository (tests find them through NODE_PATH or
+# $TOCSIN_NPM_DIR): @bufbuild/cel evaluates the admission policies' CEL; kubernetes-models and
+# @kubernetes-models/prometheus-operator hold the schemas every rendered manifest is checked against.
 NPM_CACHE=${TOCSIN_NPM_DIR:-/var/cache/tocsin/npm}
-CEL_VERSION=0.6.1
-if [ ! -f "$NPM_CACHE/node_modules/@bufbuild/cel/package.json" ] ||
-   ! grep -q "\"version\": \"$CEL_VERSION\"" "$NPM_CACHE/node_modules/@bufbuild/cel/package.json"; then
-  echo "deps: npm install @bufbuild/cel@$CEL_VERSION into $NPM_CACHE"
+NPM_PACKAGES=("@bufbuild/cel@0.6.1" "kubernetes-models@5.1.0" "@kubernetes-models/prometheus-operator@6.0.0")
+npm_missing=()
+for spec in "${NPM_PACKAGES[@]}"; do
+  name=${spec%@*}
+  version=${spec##*@}
+  if [ ! -f "$NPM_CACHE/node_modules/$name/package.json" ] ||
+     ! grep -q "\"version\": \"$version\"" "$NPM_CACHE/node_modules/$name/package.json"; then
+    npm_missing+=("$spec")
+  fi
+done
+if [ ${#npm_missing[@]} -gt 0 ]; then
+  echo "deps: npm install ${npm_missing[*]} into $NPM_CACHE"
   mkdir -p "$NPM_CACHE"
-  npm install --silent --no-audit --no-fund --prefix "$NPM_CACHE" "@bufbuild/cel@$CEL_VERSION" >/dev/null
+  npm install --silent --no-audit --no-fund --prefix "$NPM_CACHE" "${NPM_PACKAGES[@]}" >/dev/null
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`tocsin controller --canary` against the real Kubernetes 1.20.2 control plane (tools/k8s/up.sh)
 and the test kubelet, which runs the canaries' real `tocsin bench net` ranks in the nodes' network
-namespaces. The controller runs as deploy/controller's ServiceAccount with canary-rbac.yaml: every
-canary object is created and deleted through the real authorizer, scheduler and Job controller.
+namespaces. The controller runs as deploy/controller's ServiceAccount with deploy/components/canary's
+RBAC: every canary object is created and deleted through the real authorizer, scheduler and Job controller.
 
 Scenarios: a healthy fabric passes (no finding, coverage 1, the Jobs gone); a TCP path while RDMA
 is required is canary.transport.not-rdma (bench net --require rdma refuses it; a run that measured
@@ -39,8 +39,8 @@ class CanaryTest(ClusterTestCase):
         cls.tmp = tempfile.mkdtemp(prefix="tocsin-canary-")
         if c.kubectl("get", "namespace", NS, check=False).returncode != 0:
             c.kubectl("create", "namespace", NS)
-        for f in ("rbac.yaml", "canary-rbac.yaml"):
-            c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "controller", f))
+        for f in (("controller", "rbac.yaml"), ("components", "canary", "canary-rbac.yaml")):
+            c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", *f))
         token = c.service_account_token(NS, "tocsin-controller")
         cls.kubeconfig = c.token_kubeconfig(os.path.join(cls.tmp, "sa.kubeconfig"), token)
         cls.overrides = os.path.join(c.state, "kubelet", "node-overrides.json")
@@ -202,7 +202,8 @@ class CanaryTest(ClusterTestCase):
             self.assertIn("forbidden", ctl.log().lower())
             self.assertEqual(self.canary_objects(), [])
         finally:
-            c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "controller", "canary-rbac.yaml"))
+            c.kubectl("apply", "-f",
+                      os.path.join(SOURCE, "deploy", "components", "canary", "canary-rbac.yaml"))
 
     def test_a_resource_no_node_advertises_is_one_setup_finding_not_every_node(self):
         c = self.cluster

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""deploy/controller: it renders with kustomize (as `kubectl apply -k deploy/controller` does) and
+"""deploy/controller: it renders with kustomize (as part of deploy/base and its overlays) and
 grants exactly the rights `tocsin controller` uses, each rule explained; the Deployment runs two
 replicas, one leading, as the README describes; every alert has a firing and a quiet test.
 
@@ -64,7 +64,6 @@ class ManifestsTest(unittest.TestCase):
 
     def test_objects(self):
         self.assertEqual(set(self.docs), {
-            "Namespace/tocsin",
             "ServiceAccount/tocsin/tocsin-controller",
             "ClusterRole/tocsin-controller",
             "ClusterRoleBinding/tocsin-controller",
@@ -175,7 +174,7 @@ EXPECTED_CANARY_RIGHTS = {
 class CanaryRbacTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        with open(os.path.join(DEPLOY, "canary-rbac.yaml")) as f:
+        with open(os.path.join(ROOT, "deploy", "components", "canary", "canary-rbac.yaml")) as f:
             cls.docs = {key(d): d for d in yaml.safe_load_all(f) if d}
 
     def test_exactly_these_rights_in_its_own_namespace(self):

@@ -10,6 +10,7 @@ Run by `make test` (which brings the control plane up and sets TOCSIN_K8S_ENV); 
 """
 import glob
 import json
+import re
 import os
 import select
 import shutil
@@ -198,20 +199,36 @@ class DaemonSetControllerTest(ClusterTestCase):
         self.cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+# What a user installs (README, "Install"): applied for real. Every other kustomization is applied
+# with a server dry-run only, and so is every file that a kustomization already holds: a file
+# applied on its own could hide what its kustomization gets wrong (the agent's Events Role was
+# once moved out of `default` by kustomize, and the file applied with -f put it back).
+INSTALL = "deploy/overlays/prometheus"
+
+
 def deploy_manifests():
-    """Every Kubernetes manifest under deploy/, as (description, kubectl arguments)."""
-    out = []
+    """Every Kubernetes manifest under deploy/, as (description, kubectl arguments, for real)."""
+    import yaml
+    out, held = [], set()
     for kustomization in sorted(glob.glob(os.path.join(SOURCE, "deploy", "**", "kustomization.yaml"),
                                           recursive=True)):
-        out.append((os.path.relpath(os.path.dirname(kustomization), SOURCE),
-                    ["-k", os.path.dirname(kustomization)]))
+        folder = os.path.dirname(kustomization)
+        with open(kustomization) as f:
+            k = yaml.safe_load(f)
+        if k.get("kind") == "Component":
+            continue  # not buildable alone (deploy_kustomize_test renders it inside an overlay);
+            # its files are applied on their own, as the canary tests need them
+        for r in k.get("resources", []):
+            held.add(os.path.normpath(os.path.join(folder, r)))
+        rel = os.path.relpath(folder, SOURCE)
+        out.append((rel, ["-k", folder], rel == INSTALL))
     for path in sorted(glob.glob(os.path.join(SOURCE, "deploy", "**", "*.yaml"), recursive=True)):
         rel = os.path.relpath(path, SOURCE)
         with open(path) as f:
             text = f.read()
-        if "apiVersion:" not in text or "kind: Kustomization" in text:
+        if "apiVersion:" not in text or re.search(r"^kind: (Kustomization|Component)$", text, re.M):
             continue  # not a Kubernetes object (Prometheus rules, their tests) or a kustomization
-        out.append((rel, ["-f", path]))
+        out.append((rel, ["-f", path], os.path.normpath(path) not in held))
     return out
 
 
@@ -225,12 +242,20 @@ NEEDS_NEWER = {
     # admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is 1.30+ (and the token's
     # node-name claim): deploy_manifests_test checks it, and its CEL, without a cluster.
     "deploy/agent/node-restriction-policy.yaml": "ValidatingAdmissionPolicy is Kubernetes 1.30+",
+    # The Prometheus Operator's kinds (see NEEDS_NEWER_KINDS).
+    "deploy/overlays/prometheus-operator/monitors.yaml": "the Prometheus Operator's CRDs",
+    "deploy/overlays/prometheus-operator/prometheusrule.yaml": "the Prometheus Operator's CRDs",
 }
 
 
 # Kinds in a kustomization that 1.20 does not serve: left out of what is applied here, said why.
 NEEDS_NEWER_KINDS = {
     ("policy/v1", "PodDisruptionBudget"): "policy/v1 is Kubernetes 1.21+ (1.20 has only v1beta1)",
+    # Not a version matter: the Prometheus Operator's CRDs are not in the test cluster (no copy
+    # offline). deploy_kustomize_test checks these objects against the operator's own schemas.
+    ("monitoring.coreos.com/v1", "PodMonitor"): "the Prometheus Operator's CRDs are not installed",
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "the Prometheus Operator's CRDs are not installed",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "the Prometheus Operator's CRDs are not installed",
 }
 
 
@@ -257,12 +282,13 @@ class RbacTest(ClusterTestCase):
         # A server dry-run cannot create the namespace the other objects go into: it must exist.
         c.kubectl("create", "namespace", "tocsin")
         manifests = deploy_manifests()
-        for rel, args in manifests:
+        for rel, args, for_real in manifests:
             if rel in NEEDS_NEWER:
                 continue
             apply, stdin = apply_args(c, args)
             c.kubectl("apply", "--dry-run=server", *apply, stdin=stdin)
-            c.kubectl("apply", *apply, stdin=stdin)
+            if for_real:
+                c.kubectl("apply", *apply, stdin=stdin)
         # rbac-taint.yaml is an optional grant (patch nodes, for `taint: true`): what it allows is
         # checked here, then it is removed so that the tests below see the agent's default rights.
         cls.taint_grant_allows = cls.allowed(c.service_account_token("tocsin", "tocsin-agent"),
@@ -332,11 +358,19 @@ class RbacTest(ClusterTestCase):
         super().tearDownClass()
 
     def test_every_manifest_was_found_and_applied(self):
-        found = [rel for rel, _ in deploy_manifests()]
+        found = {rel: for_real for rel, _, for_real in deploy_manifests()}
         # The manifests this test must cover: if they move, the test fails instead of passing empty.
         for must in ("deploy/agent", "deploy/agent/rbac-taint.yaml", "deploy/rbac/audit.yaml",
-                     "deploy/controller"):
+                     "deploy/controller", "deploy/base", "deploy/overlays/prometheus",
+                     "deploy/overlays/prometheus-operator", "deploy/overlays/exporter-only",
+                     "deploy/components/canary/canary-rbac.yaml"):
             self.assertIn(must, found)
+        # Applied for real: the install and the grants no kustomization holds; nothing else.
+        self.assertEqual({rel for rel, real in found.items() if real}, {
+            INSTALL, "deploy/agent/rbac-taint.yaml", "deploy/agent/rbac-proxy.yaml",
+            "deploy/rbac/audit.yaml", "deploy/components/canary/canary-rbac.yaml",
+            "deploy/agent/node-restriction-policy.yaml", "deploy/examples/bench-net-indexed-job.yaml",
+            "deploy/examples/bench-storage-job.yaml"})
         # (the DaemonSet was applied too; setUpClass removed it once its pods had reported)
         for kind, name in (("serviceaccount", "tocsin-agent"), ("serviceaccount", "tocsin-audit"),
                            ("configmap", "tocsin-agent")):
