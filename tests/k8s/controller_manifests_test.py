@@ -201,25 +201,16 @@ class CanaryRbacTest(unittest.TestCase):
 
 
 class AlertsTest(unittest.TestCase):
-    """alerts_test.yaml tests every rule of alerts.yaml firing and quiet (promtool runs them)."""
+    """Every rule of alerts.yaml is scoped to the controller's job (firing and quiet tests of every
+    alert, and their runbooks: deploy_kustomize_test.py's RulesTest)."""
 
-    def test_every_alert_fires_and_stays_quiet_in_a_test(self):
+    def test_every_rule_is_scoped_to_the_controllers_job(self):
         with open(os.path.join(DEPLOY, "alerts.yaml")) as f:
             rules = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
-        with open(os.path.join(DEPLOY, "alerts_test.yaml")) as f:
-            tests = yaml.safe_load(f)["tests"]
-        names = [r["alert"] for r in rules]
-        self.assertTrue(names)
-        firing, quiet = set(), set()
-        for t in tests:
-            for case in t.get("alert_rule_test", []):
-                (firing if case.get("exp_alerts") else quiet).add(case["alertname"])
-        self.assertEqual(set(names) - firing, set(), "alerts never tested firing")
-        self.assertEqual(set(names) - quiet, set(), "alerts never tested quiet")
+        self.assertGreater(len(rules), 5)
         for r in rules:
             # Scoped to the controller's job: the agent exports tocsin_check_status too.
             self.assertIn('job="tocsin-controller"', r["expr"], r["alert"])
-            self.assertIn("severity", r["labels"], r["alert"])
 
 
 if __name__ == "__main__":

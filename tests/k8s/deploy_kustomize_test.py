@@ -242,6 +242,52 @@ class OverlaysTest(unittest.TestCase):
         self.assertEqual(shipped, alerts)
 
 
+RULE_FILES = ("agent", "controller")
+
+
+class RulesTest(unittest.TestCase):
+    """The rule files are the single source: every alert has a severity, fires and stays quiet in
+    its promtool test (alerts_test.yaml beside it, run by ctest), and has a runbook section in
+    docs/RUNBOOKS.md with its meaning, a `tocsin` command that confirms it, and its fix."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.alerts = {}
+        for comp in RULE_FILES:
+            with open(os.path.join(DEPLOY, comp, "alerts.yaml")) as f:
+                cls.alerts[comp] = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]
+                                    if "alert" in r]
+
+    def test_every_alert_fires_and_stays_quiet_in_a_test(self):
+        for comp in RULE_FILES:
+            with open(os.path.join(DEPLOY, comp, "alerts_test.yaml")) as f:
+                tests = yaml.safe_load(f)["tests"]
+            firing, quiet = set(), set()
+            for t in tests:
+                for case in t.get("alert_rule_test", []):
+                    (firing if case.get("exp_alerts") else quiet).add(case["alertname"])
+            names = {r["alert"] for r in self.alerts[comp]}
+            self.assertGreater(len(names), 5, comp)
+            self.assertEqual(names - firing, set(), f"{comp}: alerts never tested firing")
+            self.assertEqual(names - quiet, set(), f"{comp}: alerts never tested quiet")
+            self.assertEqual(firing | quiet, names, f"{comp}: tests of alerts that do not exist")
+            for r in self.alerts[comp]:
+                self.assertIn("severity", r["labels"], r["alert"])
+
+    def test_every_alert_has_a_runbook(self):
+        with open(os.path.join(ROOT, "docs", "RUNBOOKS.md")) as f:
+            text = f.read()
+        sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", text, re.M | re.S))
+        names = {r["alert"] for comp in RULE_FILES for r in self.alerts[comp]}
+        self.assertEqual(set(sections), names, "docs/RUNBOOKS.md sections vs the alerts")
+        for name, body in sections.items():
+            with self.subTest(alert=name):
+                for part in ("**Meaning.**", "**Confirm.**", "**Fix.**"):
+                    self.assertIn(part, body)
+                confirm = body.split("**Confirm.**")[1].split("**Fix.**")[0]
+                self.assertRegex(confirm, r"\b(tocsin [a-z]|tocsin_[a-z])", "a tocsin command")
+
+
 class CanaryComponentTest(unittest.TestCase):
     def test_component_adds_flag_rbac_and_namespace_label(self):
         tmp = tempfile.mkdtemp(prefix="tocsin-kust-", dir=DEPLOY)  # kustomize loads below its root
