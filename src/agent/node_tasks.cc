@@ -219,7 +219,7 @@ void StorageFamilies(const storage::Scan& scan, Families& fam) {
     }
   }
   for (const auto& [instance, stats] : scan.llite_stats) {
-    LustreStatsFamilies(stats, {{"instance", instance}}, "tocsin_lustre_llite", fam);
+    LustreStatsFamilies(stats, {{"llite", instance}}, "tocsin_lustre_llite", fam);
   }
 }
 

@@ -88,7 +88,7 @@ TEST(AgentCliTest, ServesCleanMetricsWithTheFixtureValues) {
                         "ffff8c5a4b6e9000\",target=\"testfs-OST0001_UUID\"}"),
             1);
   EXPECT_EQ(MetricValue(text,
-                        "tocsin_lustre_llite_bytes_total{instance=\"testfs-ffff8c5a4b6e9000\","
+                        "tocsin_lustre_llite_bytes_total{llite=\"testfs-ffff8c5a4b6e9000\","
                         "op=\"read_bytes\"}"),
             536870912);
   EXPECT_EQ(MetricValue(text,
