@@ -14,6 +14,7 @@ installs into /var/cache/tocsin/npm ($TOCSIN_NPM_DIR), python3-yaml. The same ov
 to the real 1.20 control plane (server dry-run, then for real) by real_cluster_test.py.
 """
 
+import glob
 import json
 import os
 import re
@@ -43,6 +44,9 @@ BASE = {
     "ConfigMap/tocsin/tocsin-agent", "ConfigMap/tocsin/tocsin-rules",
     "DaemonSet/tocsin/tocsin-agent", "Deployment/tocsin/tocsin-controller",
     "PodDisruptionBudget/tocsin/tocsin-controller", "Service/tocsin/tocsin-controller",
+    "ConfigMap/tocsin/tocsin-dashboard-fleet-fabric",
+    "ConfigMap/tocsin/tocsin-dashboard-shared-storage",
+    "ConfigMap/tocsin/tocsin-dashboard-canaries",
 }
 EXPECTED = {
     "prometheus": BASE | {"ConfigMap/tocsin/tocsin-prometheus-scrape"},
@@ -145,6 +149,15 @@ class OverlaysTest(unittest.TestCase):
                                    and matches(sel, s["metadata"]["labels"])]
                     self.assertEqual(len(targets), 1, f"{name}: {key(d)} selects {targets}")
 
+    def test_images_are_the_one_make_image_tags(self):
+        # `make image` tags tocsin:<project version>; an overlay's `images:` renames it.
+        with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+            version = re.search(r"project\(tocsin VERSION ([0-9.]+)", f.read()).group(1)
+        for name in OVERLAYS:
+            images = {c["image"] for t in pod_templates(self.docs[name]).values()
+                      for c in t["spec"]["containers"]}
+            self.assertEqual(images, {f"tocsin:{version}"}, name)
+
     def test_node_events_role_stays_in_default(self):
         # Node Events go to `default` (kubelet's and node-problem-detector's namespace): a
         # namespace transformer once moved this Role to tocsin, where the agent posts nothing.
@@ -173,6 +186,19 @@ class OverlaysTest(unittest.TestCase):
                                                           s["metadata"]["labels"]):
                         names.add(s["metadata"]["labels"][label])
         self.assertEqual(names, jobs)
+
+    def test_no_metric_label_is_a_target_label(self):
+        # honor_labels keeps tocsin_nccl_process_info's namespace/pod/container; so no tocsin
+        # metric may carry `instance` or `job`, which would then replace the target's own.
+        with open(os.path.join(ROOT, "docs", "METRICS.md")) as f:
+            rows = re.findall(r"^\| `(tocsin_[a-z_]+)` \| [a-z]+ \| ([^|]*)\|", f.read(), re.M)
+        self.assertGreater(len(rows), 50)
+        for metric, labels in rows:
+            names = set(re.findall(r"`([a-z_]+)`", labels))
+            self.assertEqual(names & {"instance", "job"}, set(), metric)
+        for d in self.docs["prometheus-operator"]:
+            if d["kind"] == "PodMonitor":
+                self.assertIs(d["spec"]["podMetricsEndpoints"][0]["honorLabels"], True)
 
     def test_scrape_config_and_rules_pass_promtool(self):
         scrape = next(d for d in self.docs["prometheus"]
@@ -288,8 +314,108 @@ class RulesTest(unittest.TestCase):
                 self.assertRegex(confirm, r"\b(tocsin [a-z]|tocsin_[a-z])", "a tocsin command")
 
 
+class DashboardsTest(unittest.TestCase):
+    """The rules of grafana's dashboard-linter, and more: the datasource is a variable that every
+    panel and query uses (no hard-coded uid); every query matches cluster, job and instance by
+    their variables and takes rates over $__rate_interval; every panel has a title, a
+    description and a unit; every query parses (promtool) and names only metrics that
+    docs/METRICS.md documents; the panels do not overlap; each ships in a ConfigMap that Grafana's
+    sidecar loads."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dashboards = {}
+        for path in sorted(glob.glob(os.path.join(DEPLOY, "base", "dashboards", "*.json"))):
+            with open(path) as f:
+                cls.dashboards[os.path.basename(path)] = json.load(f)
+        with open(os.path.join(ROOT, "docs", "METRICS.md")) as f:
+            cls.documented = set(re.findall(r"^\| `(tocsin_[a-z_]+)`", f.read(), re.M))
+
+    def queries(self):
+        for name, d in self.dashboards.items():
+            for p in d["panels"]:
+                for t in p["targets"]:
+                    yield name, p, t
+
+    def test_there_are_dashboards_with_panels(self):
+        self.assertEqual(set(self.dashboards), {"tocsin-fleet-fabric.json",
+                                                "tocsin-shared-storage.json",
+                                                "tocsin-canaries.json"})
+        for name, d in self.dashboards.items():
+            self.assertGreaterEqual(len(d["panels"]), 5, name)
+
+    def test_variables(self):
+        for name, d in self.dashboards.items():
+            variables = {v["name"]: v for v in d["templating"]["list"]}
+            self.assertEqual(set(variables), {"datasource", "cluster", "job", "instance"}, name)
+            self.assertEqual((variables["datasource"]["type"], variables["datasource"]["query"]),
+                             ("datasource", "prometheus"))
+            for v in ("cluster", "job", "instance"):
+                self.assertEqual(variables[v]["datasource"]["uid"], "${datasource}")
+
+    def test_no_hard_coded_datasource(self):
+        for name, d in self.dashboards.items():
+            uids = re.findall(r'"uid": "([^"]*)"', json.dumps(d, indent=1))
+            self.assertEqual(set(uids) - {d["uid"]}, {"${datasource}"}, name)
+
+    def test_every_panel_and_query(self):
+        for name, p, t in self.queries():
+            with self.subTest(dashboard=name, panel=p["title"]):
+                self.assertTrue(p["title"] and p["description"])
+                self.assertTrue(p["fieldConfig"]["defaults"].get("unit"))
+                self.assertEqual(p["datasource"]["uid"], "${datasource}")
+                self.assertEqual(t["datasource"]["uid"], "${datasource}")
+                expr = t["expr"]
+                selectors = re.findall(r"tocsin_[a-z_]+\{([^}]*)\}", expr)
+                self.assertTrue(selectors, expr)
+                for sel in selectors:
+                    for m in ('cluster=~"$cluster"', 'job=~"$job"', 'instance=~"$instance"'):
+                        self.assertIn(m, sel, expr)
+                for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]*)\]", expr):
+                    self.assertEqual(window, "$__rate_interval", expr)
+                for metric in re.findall(r"\b(tocsin_[a-z_]+)\{", expr):
+                    base = re.sub(r"_(bucket|sum|count)$", "", metric)
+                    self.assertIn(base, self.documented, f"{metric} is not in docs/METRICS.md")
+
+    def test_queries_parse(self):
+        rules = []
+        for i, (name, p, t) in enumerate(self.queries()):
+            expr = (t["expr"].replace("$__rate_interval", "1m")
+                    .replace("$cluster", ".*").replace("$job", ".*").replace("$instance", ".*"))
+            rules.append({"record": f"tocsin:dashboard_query_{i}", "expr": expr})
+        self.assertGreater(len(rules), 20)
+        tmp = tempfile.mkdtemp(prefix="tocsin-dash-")
+        try:
+            path = os.path.join(tmp, "queries.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}, f)
+            r = subprocess.run(["promtool", "check", "rules", path], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_panels_do_not_overlap(self):
+        for name, d in self.dashboards.items():
+            cells = set()
+            for p in d["panels"]:
+                g = p["gridPos"]
+                self.assertLessEqual(g["x"] + g["w"], 24, name)
+                for x in range(g["x"], g["x"] + g["w"]):
+                    for y in range(g["y"], g["y"] + g["h"]):
+                        self.assertNotIn((x, y), cells, f"{name}: {p['title']}")
+                        cells.add((x, y))
+
+    def test_shipped_for_the_grafana_sidecar(self):
+        docs = {key(d): d for d in render(os.path.join(DEPLOY, "base"))}
+        for name, d in self.dashboards.items():
+            cm = docs["ConfigMap/tocsin/tocsin-dashboard-" + name[len("tocsin-"):-len(".json")]]
+            self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
+            self.assertEqual(json.loads(cm["data"][name]), d)
+
+
 class CanaryComponentTest(unittest.TestCase):
-    def test_component_adds_flag_rbac_and_namespace_label(self):
+    def test_component_adds_the_flag_and_rbac(self):
         tmp = tempfile.mkdtemp(prefix="tocsin-kust-", dir=DEPLOY)  # kustomize loads below its root
         try:
             rel = os.path.relpath(DEPLOY, tmp)

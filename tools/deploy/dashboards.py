@@ -1,0 +1,204 @@
+"""The Grafana dashboards, as data: tools/deploy/render.py writes each one to
+deploy/base/dashboards/<uid>.json (and the base ships them as ConfigMaps with the Grafana sidecar's
+label). Every panel: a title, a description, a unit, and PromQL with the dashboard's matchers.
+
+Variables: datasource (Prometheus), cluster (the `cluster` label, when your Prometheus adds one),
+job (the scrape jobs tocsin-agent and tocsin-controller), instance (shown as "node": the agent's
+target is its node). Rates use $__rate_interval.
+"""
+
+M = 'cluster=~"$cluster", job=~"$job", instance=~"$instance"'
+
+
+def panel(kind, title, description, unit, *targets, w=12, h=8):
+    """targets: (expr, legend) pairs."""
+    return {"type": kind, "title": title, "description": description, "unit": unit,
+            "targets": list(targets), "w": w, "h": h}
+
+
+FLEET_FABRIC = {
+    "uid": "tocsin-fleet-fabric",
+    "title": "tocsin / Fleet fabric",
+    "description": "RDMA ports and their counters, the fabric against Ethernet per node, the "
+                   "device plugin's coverage and the agents' NodeConditions.",
+    "panels": [
+        panel("stat", "RDMA ports not ACTIVE",
+              "Ports whose state is not ACTIVE (TocsinRDMAPortDown after 5 minutes).", "none",
+              (f"count(tocsin_rdma_port_up{{{M}}} == 0) or vector(0)", "ports"), w=6, h=4),
+        panel("stat", "Nodes training over TCP",
+              "Nodes whose RDMA counters are flat while Ethernet is busy "
+              "(node.fabric.idle-while-tcp-busy; TocsinSilentTCPFallback).", "none",
+              (f'count(tocsin_check_status{{{M}, check="node.fabric.idle-while-tcp-busy"}} == 0)'
+               " or vector(0)", "nodes"), w=6, h=4),
+        panel("stat", "Device-plugin findings",
+              "The controller's findings about the RDMA device plugin: DaemonSets not ready, "
+              "fabric nodes without a ready plugin pod, nodes advertising no RDMA resource.",
+              "none",
+              (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"daemonset[.]not-ready|'
+               f'daemonset[.]coverage|node[.]rdma[.]unadvertised"}}) == 1) or vector(0)',
+               "findings"), w=6, h=4),
+        panel("stat", "NodeConditions True",
+              "The agents' NodeConditions that are True (RDMAFabricDegraded, "
+              "SharedStorageDegraded, GPUNICAffinityBroken, TocsinChecksStale).", "none",
+              (f'count(tocsin_node_condition{{{M}, status="True"}} == 1) or vector(0)',
+               "conditions"), w=6, h=4),
+        panel("timeseries", "RDMA port up",
+              "1 when the port's state is ACTIVE, per node, device and port.", "none",
+              (f"tocsin_rdma_port_up{{{M}}}", "{{instance}} {{device}}/{{port}}")),
+        panel("timeseries", "Port rate",
+              "The rate each port trained at (sysfs `rate`): a port of a 400 Gb/s HCA at 200 Gb/s "
+              "lost lanes.", "Bps",
+              (f"tocsin_rdma_port_rate_bytes_per_second{{{M}}}", "{{instance}} {{device}}/{{port}}")),
+        panel("timeseries", "RDMA against Ethernet, per node",
+              "The node's RDMA data rate beside its Ethernet rate: Ethernet busy while RDMA idles "
+              "is a job on sockets.", "Bps",
+              (f"tocsin_fabric_rdma_bytes_per_second{{{M}}}", "{{instance}} RDMA"),
+              (f"tocsin_fabric_ethernet_bytes_per_second{{{M}}}", "{{instance}} Ethernet")),
+        panel("timeseries", "RDMA port throughput",
+              "Bytes sent and received per port (port_xmit_data and port_rcv_data).", "Bps",
+              (f"sum by (instance, device, port) (rate(tocsin_rdma_port_transmit_bytes_total{{{M}}}"
+               f"[$__rate_interval]) + rate(tocsin_rdma_port_receive_bytes_total{{{M}}}"
+               "[$__rate_interval]))", "{{instance}} {{device}}/{{port}}")),
+        panel("timeseries", "Link error counters",
+              "Errors per interval by counter (symbol_error, link_downed, ...): a rising count "
+              "is a degrading cable or transceiver.", "short",
+              (f"sum by (instance, device, port, counter) (increase(tocsin_rdma_port_errors_total"
+               f"{{{M}}}[$__rate_interval])) > 0", "{{instance}} {{device}}/{{port}} {{counter}}")),
+        panel("timeseries", "NodeConditions",
+              "1 while the condition is True, per node.", "none",
+              (f'tocsin_node_condition{{{M}, status="True"}}', "{{instance}} {{condition}}")),
+    ],
+}
+
+SHARED_STORAGE = {
+    "uid": "tocsin-shared-storage",
+    "title": "tocsin / Shared storage",
+    "description": "Lustre client imports, the agents' storage probe latency, and llite/osc "
+                   "traffic per node.",
+    "panels": [
+        panel("stat", "Imports not FULL",
+              "Lustre client imports (MDC/OSC) that are not FULL: the client lost a target.",
+              "none", (f"count(tocsin_lustre_import_healthy{{{M}}} == 0) or vector(0)", "imports"),
+              w=8, h=4),
+        panel("stat", "Probe failures",
+              "Storage probe paths whose last probe found something at warning or above.", "none",
+              (f"count(tocsin_storage_probe_success{{{M}}} == 0) or vector(0)", "paths"), w=8, h=4),
+        panel("stat", "Worst write+fsync p99",
+              "The slowest node's write+fsync 99th percentile (TocsinSharedStorageSlow above 0.5 s).",
+              "s",
+              (f"max(histogram_quantile(0.99, sum by (instance, path, le) (rate("
+               f'tocsin_storage_probe_duration_seconds_bucket{{{M}, op="write_fsync"}}'
+               "[$__rate_interval]))))", "p99"), w=8, h=4),
+        panel("timeseries", "Import healthy",
+              "1 while the import is FULL, per node and target.", "none",
+              (f"tocsin_lustre_import_healthy{{{M}}}", "{{instance}} {{target}}")),
+        panel("timeseries", "Probe latency p50 and p99",
+              "The agent's light probe (one 4 KiB write+fsync per interval) per node and path.",
+              "s",
+              (f"histogram_quantile(0.5, sum by (instance, path, le) (rate("
+               f'tocsin_storage_probe_duration_seconds_bucket{{{M}, op="write_fsync"}}'
+               "[$__rate_interval])))", "{{instance}} {{path}} p50"),
+              (f"histogram_quantile(0.99, sum by (instance, path, le) (rate("
+               f'tocsin_storage_probe_duration_seconds_bucket{{{M}, op="write_fsync"}}'
+               "[$__rate_interval])))", "{{instance}} {{path}} p99")),
+        panel("timeseries", "Import RPC wait",
+              "Average RPC wait of each import (avg_waittime): a slow or distant server.", "s",
+              (f"tocsin_lustre_import_avg_wait_seconds{{{M}}}", "{{instance}} {{target}}")),
+        panel("timeseries", "llite bytes",
+              "Read and write bytes per second through the Lustre client (llite.*.stats).", "Bps",
+              (f"sum by (instance, op) (rate(tocsin_lustre_llite_bytes_total{{{M}}}"
+               "[$__rate_interval]))", "{{instance}} {{op}}")),
+        panel("timeseries", "osc bytes",
+              "Bytes per second per object storage client (one per OST).", "Bps",
+              (f"sum by (instance, device, op) (rate(tocsin_lustre_osc_bytes_total{{{M}}}"
+               "[$__rate_interval]))", "{{instance}} {{device}} {{op}}")),
+        panel("timeseries", "RPC timeouts",
+              "Import RPC timeouts per interval.", "short",
+              (f"sum by (instance, target) (increase(tocsin_lustre_import_rpc_timeouts_total{{{M}}}"
+               "[$__rate_interval]))", "{{instance}} {{target}}")),
+    ],
+}
+
+CANARIES = {
+    "uid": "tocsin-canaries",
+    "title": "tocsin / Canaries",
+    "description": "tocsin controller --canary: coverage of the fabric by passing canaries, runs "
+                   "by outcome, the last pass per node and the failing canaries.",
+    "panels": [
+        panel("stat", "Coverage",
+              "Share of fabric nodes (node) and topology block pairs (block_pair) that passed a "
+              "canary within --canary-stale-after (TocsinCanaryCoverageLow below 80%).",
+              "percentunit",
+              (f"max by (scope) (tocsin_canary_coverage_ratio{{{M}}})", "{{scope}}"), w=8, h=4),
+        panel("stat", "Canary pending",
+              "How long the oldest rank of the round in flight has waited to run (0: none waits).",
+              "s",
+              (f"max(tocsin_canary_pending_seconds{{{M}}})", "pending"), w=8, h=4),
+        panel("stat", "Failing canary findings",
+              "canary.* findings (TocsinCanaryFailing, TocsinCanaryBandwidthLow, "
+              "TocsinCanaryNodeStale).", "none",
+              (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"canary[.].*"}}) == 1)'
+               " or vector(0)", "findings"), w=8, h=4),
+        panel("timeseries", "Runs by outcome",
+              "Canary pairs judged per interval, by outcome.", "short",
+              (f"sum by (outcome) (increase(tocsin_canary_runs_total{{{M}}}[$__rate_interval]))",
+               "{{outcome}}")),
+        panel("timeseries", "Fabric nodes by state",
+              "Fabric nodes the planner knows (all) and those idle, Ready and schedulable at the "
+              "last plan (idle).", "none",
+              (f"max by (state) (tocsin_canary_fabric_nodes{{{M}}})", "{{state}}")),
+        panel("table", "Hours since the last pass",
+              "Per fabric node, the hours since its last passing canary.", "h",
+              (f"(time() - max by (node) (tocsin_canary_last_pass_timestamp_seconds{{{M}}})) / 3600",
+               "{{node}}"), w=24),
+        panel("table", "Failing canaries",
+              "Each canary finding with its check and subject (a node, pair/A/B, blocks/A/B or "
+              "canary).", "none",
+              (f'max by (check, subject, severity) (tocsin_finding{{{M}, check=~"canary[.].*"}}) == 1',
+               "{{check}} {{subject}}"), w=24),
+    ],
+}
+
+DASHBOARDS = [FLEET_FABRIC, SHARED_STORAGE, CANARIES]
+
+
+def variable(name, label, query):
+    return {"name": name, "label": label, "type": "query", "hide": 0,
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "definition": query, "query": {"query": query, "refId": name},
+            "refresh": 2, "includeAll": True, "allValue": ".*", "multi": True, "sort": 1,
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "options": []}
+
+
+def grafana_json(d):
+    """The dashboard in Grafana's JSON model (schemaVersion 39)."""
+    panels, x, y, row_h = [], 0, 0, 0
+    for i, p in enumerate(d["panels"], start=1):
+        if x + p["w"] > 24:
+            x, y, row_h = 0, y + row_h, 0
+        targets = [{"refId": chr(ord("A") + j), "expr": expr, "legendFormat": legend,
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"}}
+                   for j, (expr, legend) in enumerate(p["targets"])]
+        panels.append({
+            "id": i, "type": p["type"], "title": p["title"], "description": p["description"],
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "gridPos": {"h": p["h"], "w": p["w"], "x": x, "y": y},
+            "fieldConfig": {"defaults": {"unit": p["unit"]}, "overrides": []},
+            "options": {}, "targets": targets})
+        x += p["w"]
+        row_h = max(row_h, p["h"])
+    return {
+        "uid": d["uid"], "title": d["title"], "description": d["description"],
+        "tags": ["tocsin"], "editable": False, "graphTooltip": 1, "schemaVersion": 39,
+        "version": 1, "time": {"from": "now-6h", "to": "now"}, "refresh": "1m",
+        "timezone": "", "links": [], "annotations": {"list": []},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Data source", "type": "datasource",
+             "query": "prometheus", "hide": 0, "current": {}, "options": [], "refresh": 1},
+            variable("cluster", "cluster", 'label_values(up{job=~"tocsin-.*"}, cluster)'),
+            variable("job", "job", 'label_values(up{job=~"tocsin-.*", cluster=~"$cluster"}, job)'),
+            variable("instance", "node",
+                     'label_values(up{job=~"$job", cluster=~"$cluster"}, instance)'),
+        ]},
+        "panels": panels,
+    }
