@@ -316,7 +316,7 @@ class RulesTest(unittest.TestCase):
 
 class DashboardsTest(unittest.TestCase):
     """The rules of grafana's dashboard-linter, and more: the datasource is a variable that every
-    panel and query uses (no hard-coded uid); every query matches cluster, job and instance by
+    panel and query uses (no hard-coded uid); every query matches cluster, job and node by
     their variables and takes rates over $__rate_interval; every panel has a title, a
     description and a unit; every query parses (promtool) and names only metrics that
     docs/METRICS.md documents; the panels do not overlap; each ships in a ConfigMap that Grafana's
@@ -347,10 +347,10 @@ class DashboardsTest(unittest.TestCase):
     def test_variables(self):
         for name, d in self.dashboards.items():
             variables = {v["name"]: v for v in d["templating"]["list"]}
-            self.assertEqual(set(variables), {"datasource", "cluster", "job", "instance"}, name)
+            self.assertEqual(set(variables), {"datasource", "cluster", "job", "node"}, name)
             self.assertEqual((variables["datasource"]["type"], variables["datasource"]["query"]),
                              ("datasource", "prometheus"))
-            for v in ("cluster", "job", "instance"):
+            for v in ("cluster", "job", "node"):
                 self.assertEqual(variables[v]["datasource"]["uid"], "${datasource}")
 
     def test_no_hard_coded_datasource(self):
@@ -369,7 +369,7 @@ class DashboardsTest(unittest.TestCase):
                 selectors = re.findall(r"tocsin_[a-z_]+\{([^}]*)\}", expr)
                 self.assertTrue(selectors, expr)
                 for sel in selectors:
-                    for m in ('cluster=~"$cluster"', 'job=~"$job"', 'instance=~"$instance"'):
+                    for m in ('cluster=~"$cluster"', 'job=~"$job"', 'node=~"$node"'):
                         self.assertIn(m, sel, expr)
                 for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]*)\]", expr):
                     self.assertEqual(window, "$__rate_interval", expr)
@@ -381,7 +381,7 @@ class DashboardsTest(unittest.TestCase):
         rules = []
         for i, (name, p, t) in enumerate(self.queries()):
             expr = (t["expr"].replace("$__rate_interval", "1m")
-                    .replace("$cluster", ".*").replace("$job", ".*").replace("$instance", ".*"))
+                    .replace("$cluster", ".*").replace("$job", ".*").replace("$node", ".*"))
             rules.append({"record": f"tocsin:dashboard_query_{i}", "expr": expr})
         self.assertGreater(len(rules), 20)
         tmp = tempfile.mkdtemp(prefix="tocsin-dash-")

@@ -3,11 +3,12 @@ deploy/base/dashboards/<uid>.json (and the base ships them as ConfigMaps with th
 label). Every panel: a title, a description, a unit, and PromQL with the dashboard's matchers.
 
 Variables: datasource (Prometheus), cluster (the `cluster` label, when your Prometheus adds one),
-job (the scrape jobs tocsin-agent and tocsin-controller), instance (shown as "node": the agent's
-target is its node). Rates use $__rate_interval.
+job (the scrape jobs tocsin-agent and tocsin-controller), node (the agents' target label `node`,
+their Kubernetes node, which the shipped scrape configs set; a canary's node on the controller's
+series). Rates use $__rate_interval.
 """
 
-M = 'cluster=~"$cluster", job=~"$job", instance=~"$instance"'
+M = 'cluster=~"$cluster", job=~"$job", node=~"$node"'
 
 
 def panel(kind, title, description, unit, *targets, w=12, h=8):
@@ -44,29 +45,29 @@ FLEET_FABRIC = {
                "conditions"), w=6, h=4),
         panel("timeseries", "RDMA port up",
               "1 when the port's state is ACTIVE, per node, device and port.", "none",
-              (f"tocsin_rdma_port_up{{{M}}}", "{{instance}} {{device}}/{{port}}")),
+              (f"tocsin_rdma_port_up{{{M}}}", "{{node}} {{device}}/{{port}}")),
         panel("timeseries", "Port rate",
               "The rate each port trained at (sysfs `rate`): a port of a 400 Gb/s HCA at 200 Gb/s "
               "lost lanes.", "Bps",
-              (f"tocsin_rdma_port_rate_bytes_per_second{{{M}}}", "{{instance}} {{device}}/{{port}}")),
+              (f"tocsin_rdma_port_rate_bytes_per_second{{{M}}}", "{{node}} {{device}}/{{port}}")),
         panel("timeseries", "RDMA against Ethernet, per node",
               "The node's RDMA data rate beside its Ethernet rate: Ethernet busy while RDMA idles "
               "is a job on sockets.", "Bps",
-              (f"tocsin_fabric_rdma_bytes_per_second{{{M}}}", "{{instance}} RDMA"),
-              (f"tocsin_fabric_ethernet_bytes_per_second{{{M}}}", "{{instance}} Ethernet")),
+              (f"tocsin_fabric_rdma_bytes_per_second{{{M}}}", "{{node}} RDMA"),
+              (f"tocsin_fabric_ethernet_bytes_per_second{{{M}}}", "{{node}} Ethernet")),
         panel("timeseries", "RDMA port throughput",
               "Bytes sent and received per port (port_xmit_data and port_rcv_data).", "Bps",
-              (f"sum by (instance, device, port) (rate(tocsin_rdma_port_transmit_bytes_total{{{M}}}"
+              (f"sum by (node, device, port) (rate(tocsin_rdma_port_transmit_bytes_total{{{M}}}"
                f"[$__rate_interval]) + rate(tocsin_rdma_port_receive_bytes_total{{{M}}}"
-               "[$__rate_interval]))", "{{instance}} {{device}}/{{port}}")),
+               "[$__rate_interval]))", "{{node}} {{device}}/{{port}}")),
         panel("timeseries", "Link error counters",
               "Errors per interval by counter (symbol_error, link_downed, ...): a rising count "
               "is a degrading cable or transceiver.", "short",
-              (f"sum by (instance, device, port, counter) (increase(tocsin_rdma_port_errors_total"
-               f"{{{M}}}[$__rate_interval])) > 0", "{{instance}} {{device}}/{{port}} {{counter}}")),
+              (f"sum by (node, device, port, counter) (increase(tocsin_rdma_port_errors_total"
+               f"{{{M}}}[$__rate_interval])) > 0", "{{node}} {{device}}/{{port}} {{counter}}")),
         panel("timeseries", "NodeConditions",
               "1 while the condition is True, per node.", "none",
-              (f'tocsin_node_condition{{{M}, status="True"}}', "{{instance}} {{condition}}")),
+              (f'tocsin_node_condition{{{M}, status="True"}}', "{{node}} {{condition}}")),
     ],
 }
 
@@ -86,36 +87,36 @@ SHARED_STORAGE = {
         panel("stat", "Worst write+fsync p99",
               "The slowest node's write+fsync 99th percentile (TocsinSharedStorageSlow above 0.5 s).",
               "s",
-              (f"max(histogram_quantile(0.99, sum by (instance, path, le) (rate("
+              (f"max(histogram_quantile(0.99, sum by (node, path, le) (rate("
                f'tocsin_storage_probe_duration_seconds_bucket{{{M}, op="write_fsync"}}'
                "[$__rate_interval]))))", "p99"), w=8, h=4),
         panel("timeseries", "Import healthy",
               "1 while the import is FULL, per node and target.", "none",
-              (f"tocsin_lustre_import_healthy{{{M}}}", "{{instance}} {{target}}")),
+              (f"tocsin_lustre_import_healthy{{{M}}}", "{{node}} {{target}}")),
         panel("timeseries", "Probe latency p50 and p99",
               "The agent's light probe (one 4 KiB write+fsync per interval) per node and path.",
               "s",
-              (f"histogram_quantile(0.5, sum by (instance, path, le) (rate("
+              (f"histogram_quantile(0.5, sum by (node, path, le) (rate("
                f'tocsin_storage_probe_duration_seconds_bucket{{{M}, op="write_fsync"}}'
-               "[$__rate_interval])))", "{{instance}} {{path}} p50"),
-              (f"histogram_quantile(0.99, sum by (instance, path, le) (rate("
+               "[$__rate_interval])))", "{{node}} {{path}} p50"),
+              (f"histogram_quantile(0.99, sum by (node, path, le) (rate("
                f'tocsin_storage_probe_duration_seconds_bucket{{{M}, op="write_fsync"}}'
-               "[$__rate_interval])))", "{{instance}} {{path}} p99")),
+               "[$__rate_interval])))", "{{node}} {{path}} p99")),
         panel("timeseries", "Import RPC wait",
               "Average RPC wait of each import (avg_waittime): a slow or distant server.", "s",
-              (f"tocsin_lustre_import_avg_wait_seconds{{{M}}}", "{{instance}} {{target}}")),
+              (f"tocsin_lustre_import_avg_wait_seconds{{{M}}}", "{{node}} {{target}}")),
         panel("timeseries", "llite bytes",
               "Read and write bytes per second through the Lustre client (llite.*.stats).", "Bps",
-              (f"sum by (instance, op) (rate(tocsin_lustre_llite_bytes_total{{{M}}}"
-               "[$__rate_interval]))", "{{instance}} {{op}}")),
+              (f"sum by (node, op) (rate(tocsin_lustre_llite_bytes_total{{{M}}}"
+               "[$__rate_interval]))", "{{node}} {{op}}")),
         panel("timeseries", "osc bytes",
               "Bytes per second per object storage client (one per OST).", "Bps",
-              (f"sum by (instance, device, op) (rate(tocsin_lustre_osc_bytes_total{{{M}}}"
-               "[$__rate_interval]))", "{{instance}} {{device}} {{op}}")),
+              (f"sum by (node, device, op) (rate(tocsin_lustre_osc_bytes_total{{{M}}}"
+               "[$__rate_interval]))", "{{node}} {{device}} {{op}}")),
         panel("timeseries", "RPC timeouts",
               "Import RPC timeouts per interval.", "short",
-              (f"sum by (instance, target) (increase(tocsin_lustre_import_rpc_timeouts_total{{{M}}}"
-               "[$__rate_interval]))", "{{instance}} {{target}}")),
+              (f"sum by (node, target) (increase(tocsin_lustre_import_rpc_timeouts_total{{{M}}}"
+               "[$__rate_interval]))", "{{node}} {{target}}")),
     ],
 }
 
@@ -197,8 +198,8 @@ def grafana_json(d):
              "query": "prometheus", "hide": 0, "current": {}, "options": [], "refresh": 1},
             variable("cluster", "cluster", 'label_values(up{job=~"tocsin-.*"}, cluster)'),
             variable("job", "job", 'label_values(up{job=~"tocsin-.*", cluster=~"$cluster"}, job)'),
-            variable("instance", "node",
-                     'label_values(up{job=~"$job", cluster=~"$cluster"}, instance)'),
+            variable("node", "node",
+                     'label_values(up{job=~"$job", cluster=~"$cluster"}, node)'),
         ]},
         "panels": panels,
     }
