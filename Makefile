@@ -7,7 +7,7 @@ FUZZ_DIR := build/fuzz
 FUZZ_SECONDS ?= 30
 CMAKE_COMMON := -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 
-.PHONY: all deps build demo test test-build fuzz-build fuzz format clean k8s-up k8s-down
+.PHONY: all deps build image demo test test-build fuzz-build fuzz format clean k8s-up k8s-down
 
 all: build
 
@@ -18,6 +18,11 @@ deps:
 build: deps
 	@cmake -S . -B $(RELEASE_DIR) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Release -DTOCSIN_BUILD_TESTS=OFF >/dev/null
 	@cmake --build $(RELEASE_DIR) -j $(JOBS)
+
+# One OCI image (agent, controller, benchmarks) from Debian's packages, without a Docker engine:
+# build/image/tocsin.oci.tar, tagged tocsin:<version> (tools/image/build.sh says how).
+image: build
+	@tools/image/build.sh $(RELEASE_DIR)/tocsin build/image
 
 # The main job on this machine: inspect this node.
 demo: build

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "tocsin/version.h"
 #include "controller/canary_runner.h"
 
 namespace tocsin::cli {
@@ -13,7 +14,7 @@ namespace tocsin::cli {
 struct CanaryFlags {
   bool enabled = false;
   std::string ns;  // default: $POD_NAMESPACE, else tocsin
-  std::string image = "tocsin:latest";
+  std::string image = std::string("tocsin:") + kVersion;  // the image `make image` tags
   std::vector<std::string> resources;
   std::string priority_class = "tocsin-canary";
   std::string network, queue, env_from, provider, topology_label;

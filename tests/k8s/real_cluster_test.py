@@ -282,13 +282,17 @@ class RbacTest(ClusterTestCase):
         # A server dry-run cannot create the namespace the other objects go into: it must exist.
         c.kubectl("create", "namespace", "tocsin")
         manifests = deploy_manifests()
+        cls.apply_warnings = []
         for rel, args, for_real in manifests:
             if rel in NEEDS_NEWER:
                 continue
             apply, stdin = apply_args(c, args)
-            c.kubectl("apply", "--dry-run=server", *apply, stdin=stdin)
+            runs = [c.kubectl("apply", "--dry-run=server", *apply, stdin=stdin)]
             if for_real:
-                c.kubectl("apply", *apply, stdin=stdin)
+                runs.append(c.kubectl("apply", *apply, stdin=stdin))
+            # Zero warnings: a deprecated field or API, an unknown field kubectl dropped.
+            cls.apply_warnings += [f"{rel}: {line}" for r in runs
+                                   for line in r.stderr.splitlines() if "arning" in line]
         # rbac-taint.yaml is an optional grant (patch nodes, for `taint: true`): what it allows is
         # checked here, then it is removed so that the tests below see the agent's default rights.
         cls.taint_grant_allows = cls.allowed(c.service_account_token("tocsin", "tocsin-agent"),
@@ -376,6 +380,9 @@ class RbacTest(ClusterTestCase):
                            ("configmap", "tocsin-agent")):
             self.cluster.kubectl("get", "-n", "tocsin", kind, name)
         self.cluster.kubectl("get", "clusterrole", "tocsin-agent", "tocsin-audit")
+
+    def test_every_manifest_applies_without_a_warning(self):
+        self.assertEqual(self.apply_warnings, [])
 
     def token(self, name):
         return self.cluster.service_account_token("tocsin", name)
