@@ -19,7 +19,11 @@ PACKAGES=(
   # live `audit` tests: certificates for the test API server, and kubectl as a real client
   openssl
   # fixture generators and bench/ scripts (GNU time for peak RSS)
-  python3 python3-yaml time
+  python3 python3-yaml python3-jsonschema time
+  # make image: a Debian root filesystem, an OCI image from it, and a runtime to try it in
+  mmdebstrap umoci podman crun uidmap
+  # bench/time_to_detect.sh: Prometheus's notifications, delivered to a local webhook
+  prometheus-alertmanager
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

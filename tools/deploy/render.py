@@ -5,6 +5,7 @@
   deploy/overlays/prometheus-operator/prometheusrule.yaml  PrometheusRule tocsin (their groups)
   deploy/base/dashboards/<uid>.json                    the Grafana dashboards (dashboards.py)
   docs/DASHBOARDS.md                                   what each of their panels shows
+  deploy/helm/tocsin/                                  the Helm chart of deploy/base (helm.py)
 
 The sources are deploy/agent/alerts.yaml and deploy/controller/alerts.yaml (promtool-tested) and
 tools/deploy/dashboards.py.
@@ -21,6 +22,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboards  # noqa: E402
+import helm  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = [("tocsin-agent.rules.yaml", "deploy/agent/alerts.yaml"),
@@ -100,13 +102,9 @@ OUTPUTS.update({f"deploy/base/dashboards/{d['uid']}.json": dashboard_json(d)
                 for d in dashboards.DASHBOARDS})
 
 
-def main(argv):
-    check = argv[1:] == ["--check"]
-    if argv[1:] and not check:
-        sys.exit(__doc__)
-    stale = []
-    for rel, render in OUTPUTS.items():
-        text = render()
+def write_or_check(outputs, check, stale):
+    for rel, render in outputs.items():
+        text = render() if callable(render) else render
         path = os.path.join(ROOT, rel)
         try:
             current = read(rel)
@@ -119,6 +117,24 @@ def main(argv):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
+
+
+def main(argv):
+    check = argv[1:] == ["--check"]
+    if argv[1:] and not check:
+        sys.exit(__doc__)
+    stale = []
+    write_or_check(OUTPUTS, check, stale)
+    # The chart comes from `kubectl kustomize deploy/base`, which reads the files above.
+    chart = helm.outputs(ROOT)
+    write_or_check(chart, check, stale)
+    templates = os.path.join(ROOT, helm.CHART, "templates")
+    for name in sorted(os.listdir(templates)) if os.path.isdir(templates) else []:
+        rel = f"{helm.CHART}/templates/{name}"
+        if rel not in chart:
+            stale.append(rel)
+            if not check:
+                os.unlink(os.path.join(ROOT, rel))
     if check and stale:
         print("render: out of date (run tools/deploy/render.py): " + ", ".join(stale),
               file=sys.stderr)
