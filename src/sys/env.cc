@@ -74,6 +74,11 @@ class RootedEnv : public Env {
     return ReadAll(fd, path, max_bytes);
   }
 
+  Result<int> OpenFile(std::string_view path) override {
+    TOCSIN_ASSIGN_OR_RETURN(std::string real, Resolve(path));
+    return OpenRegularFile(Host(real), O_NOFOLLOW, path);
+  }
+
   Result<std::vector<std::string>> ListDir(std::string_view path) override {
     TOCSIN_ASSIGN_OR_RETURN(std::string real, Resolve(path));
     DIR* dir = ::opendir(Host(real).c_str());

@@ -33,6 +33,10 @@ class Env {
   // Reads a whole file; a file larger than max_bytes is an error, never silently cut.
   virtual Result<std::string> ReadFile(std::string_view path,
                                        size_t max_bytes = kDefaultMaxFileBytes) = 0;
+  // Opens a regular file for reading, as OpenRegularFile does (never blocks; a FIFO, device or
+  // directory is an error naming `path`), for reads that ReadFile's whole-file copy does not fit
+  // (a log that grows, read from where the last read stopped). The caller closes the descriptor.
+  virtual Result<int> OpenFile(std::string_view path) = 0;
   // Entry names, sorted, without "." and "..".
   virtual Result<std::vector<std::string>> ListDir(std::string_view path) = 0;
   // The target text of a symlink (not followed).
