@@ -89,8 +89,8 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
   }
   Report report;
   report.command = "nccl";
-  char host[256] = {};
-  report.host = ::gethostname(host, sizeof(host) - 1) == 0 ? host : "unknown";
+  report.host = HostName(*NewRootedEnv());
+  if (report.host.empty()) report.host = "unknown";
   report.generated_at = Clock::now();
   nccl::FillReport(analyzer, report);
   ReportFlags out = f.report;

@@ -235,4 +235,14 @@ Result<std::string> ReadAttribute(Env& env, std::string_view path) {
   return std::string(Trim(text));
 }
 
+std::string HostName(Env& env) {
+  auto h = ReadAttribute(env, "/proc/sys/kernel/hostname");
+  if (h.ok() && !h->empty()) return *h;
+  if (env.root() == "/") {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof(buf) - 1) == 0) return buf;
+  }
+  return "";
+}
+
 }  // namespace tocsin

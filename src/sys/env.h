@@ -73,4 +73,9 @@ Status CheckDirectory(const std::string& path, std::string_view name = {});
 // Reads a small sysfs attribute and trims whitespace.
 Result<std::string> ReadAttribute(Env& env, std::string_view path);
 
+// The node's hostname: /proc/sys/kernel/hostname through `env`, else (on the real root)
+// gethostname(2); empty when neither tells. The one hostname function: reports, ranks and
+// leader-election identities all use it.
+std::string HostName(Env& env);
+
 }  // namespace tocsin

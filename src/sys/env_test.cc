@@ -100,6 +100,14 @@ TEST_F(EnvTest, OpenFileResolvesInTheRootAndRefusesNonFiles) {
   EXPECT_EQ(env_->OpenFile("/dangling").status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(EnvTest, HostNameIsTheRootsOwn) {
+  EXPECT_EQ(HostName(*env_), "");  // a root without one, not this machine's name
+  fs::create_directories(root_ / "proc/sys/kernel");
+  Write("proc/sys/kernel/hostname", "gpu-node-7\n");
+  EXPECT_EQ(HostName(*env_), "gpu-node-7");
+  EXPECT_FALSE(HostName(*NewRootedEnv("/")).empty());
+}
+
 TEST_F(EnvTest, ListDirSortedAndReadLink) {
   auto names = env_->ListDir("/");
   ASSERT_TRUE(names.ok());
