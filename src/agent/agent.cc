@@ -4,9 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <future>
 #include <iostream>
-#include <thread>
 
 #include "agent/collector.h"
 #include "agent/nccl_task.h"
@@ -15,6 +13,7 @@
 #include "gpu/inventory.h"
 #include "rdma/inventory.h"
 #include "storage/inventory.h"
+#include "sys/bounded_call.h"
 
 namespace tocsin::agent {
 
@@ -40,9 +39,8 @@ Status Agent::Discover() {
   // What this node has (sysfs and the mount table only), for the log. A wedged driver's sysfs
   // file can still block a read in the kernel: like a task, the scan has a deadline, and a
   // scan that outlives it is abandoned (the tasks' own deadlines then report it).
-  auto summary = std::make_shared<std::promise<std::string>>();
-  std::future<std::string> found = summary->get_future();
-  std::thread([root = options_.root, make_env = options_.discover_env, summary] {
+  auto found = sys::BoundedCall(options_.discover_timeout, [root = options_.root,
+                                                            make_env = options_.discover_env] {
     auto env = make_env ? make_env(root) : NewRootedEnv(root);
     rdma::Scan rdma = rdma::ScanDevices(*env);
     gpu::Scan gpus = gpu::ScanGpus(*env);
@@ -50,13 +48,12 @@ Status Agent::Discover() {
     size_t ports = 0, shared = 0;
     for (const auto& d : rdma.devices) ports += d.ports.size();
     for (const auto& m : storage.mounts.mounts) shared += storage::IsSharedMount(m);
-    summary->set_value(std::to_string(rdma.devices.size()) + " RDMA devices (" +
-                       std::to_string(ports) + " ports), " + std::to_string(gpus.gpus.size()) +
-                       " GPUs, " + std::to_string(shared) + " shared mounts, " +
-                       std::to_string(storage.lustre_devices.size()) + " Lustre imports");
-  }).detach();
-  if (found.wait_for(options_.discover_timeout) == std::future_status::ready) {
-    Log("discover: root " + options_.root + ": " + found.get());
+    return std::to_string(rdma.devices.size()) + " RDMA devices (" + std::to_string(ports) +
+           " ports), " + std::to_string(gpus.gpus.size()) + " GPUs, " + std::to_string(shared) +
+           " shared mounts, " + std::to_string(storage.lustre_devices.size()) + " Lustre imports";
+  });
+  if (found) {
+    Log("discover: root " + options_.root + ": " + *found);
   } else {
     Log("discover: root " + options_.root + ": no answer within " +
         std::to_string(options_.discover_timeout.count()) +

@@ -19,6 +19,10 @@ class GatedEnv : public Env {
     gate_.wait();
     return real_->ReadFile(p, max);
   }
+  Result<int> OpenFile(std::string_view p) override {
+    gate_.wait();
+    return real_->OpenFile(p);
+  }
   Result<std::vector<std::string>> ListDir(std::string_view p) override {
     gate_.wait();
     return real_->ListDir(p);

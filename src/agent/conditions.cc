@@ -14,10 +14,6 @@ bool IsUnknownFinding(const Finding& f) {
   return f.evidence.is_object() && f.evidence.value("result", "") == "unknown";
 }
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 struct Spec {
   const char* type;
   const char* ok_reason;
@@ -61,8 +57,8 @@ std::string ReasonFromCheck(std::string_view check) {
 }
 
 std::string ConditionTypeFor(std::string_view check) {
-  if (StartsWith(check, "rdma.") || StartsWith(check, "node.fabric.")) return kRdmaFabricDegraded;
-  if (StartsWith(check, "storage.") || StartsWith(check, "lustre.")) return kSharedStorageDegraded;
+  if (check.starts_with("rdma.") || check.starts_with("node.fabric.")) return kRdmaFabricDegraded;
+  if (check.starts_with("storage.") || check.starts_with("lustre.")) return kSharedStorageDegraded;
   if (check == "gpu.nic.affinity") return kGpuNicAffinityBroken;
   return "";
 }

@@ -13,6 +13,7 @@
 
 #include "agent/families.h"
 #include "nccl/analyzer.h"
+#include "nccl/reader.h"
 #include "rdma/inventory.h"
 #include "sys/env.h"
 
@@ -20,7 +21,6 @@ namespace tocsin::agent {
 namespace {
 
 constexpr const char* kPodLogs = "/var/log/pods";
-constexpr size_t kChunk = 1 << 20;
 // A pod's log is the pod's to write: what the task keeps of all of them is capped (the DaemonSet's
 // memory limit is 128 Mi). Per file: a real job's processes (a launcher's log holds every rank's
 // lines) and 4 MiB of what they logged; 16 MiB over all files; 1,024 process series.
@@ -36,10 +36,10 @@ const std::set<std::string> kChecks = {"nccl.transport.socket", "nccl.transport.
 struct LogFile {
   std::string ns, pod, container;
   ino_t inode = 0;
-  uint64_t offset = 0;  // bytes consumed (up to the last complete line)
-  std::string partial;  // an unterminated last line, completed by the next read
+  nccl::LogCursor cursor;  // where the last read stopped
   std::unique_ptr<nccl::Analyzer> analyzer;
   bool rdma_expected = false;
+  Status read;  // the last read's error: this pod's checks are unknown while it lasts
 };
 
 struct State {
@@ -57,68 +57,46 @@ bool SplitPodDir(const std::string& dir, LogFile& f) {
   return true;
 }
 
-// Reads what is new in `path` (on the host, under `root`) into the file's analyzer, which keeps
-// at most `max_bytes` of what the processes logged.
-Status ReadNew(const std::string& host_path, LogFile& f, uint64_t budget, size_t max_bytes) {
-  TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(host_path));  // a FIFO cannot block the task
+// Reads what is new in the log at node path `path` (through `env`) into the file's analyzer,
+// which keeps at most `max_bytes` of what the processes logged.
+Status ReadNew(Env& env, const std::string& path, LogFile& f, uint64_t budget, size_t max_bytes) {
+  TOCSIN_ASSIGN_OR_RETURN(int fd, env.OpenFile(path));  // a FIFO cannot block the task
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
-    return Status::IoError(host_path + ": cannot stat");
+    return Status::IoError(path + ": cannot stat");
   }
-  if (st.st_ino != f.inode || static_cast<uint64_t>(st.st_size) < f.offset) {
+  if (!f.analyzer || st.st_ino != f.inode || static_cast<uint64_t>(st.st_size) < f.cursor.offset) {
     // Rotated or truncated: a new file from its start, analysed afresh.
     f.inode = st.st_ino;
-    f.offset = 0;
-    f.partial.clear();
+    f.cursor = {};
     nccl::Options o;
     o.expect_rdma = f.rdma_expected;
     f.analyzer = std::make_unique<nccl::Analyzer>(o);
     f.analyzer->BeginInput(f.ns + "/" + f.pod + "/" + f.container);
   }
   f.analyzer->SetLimits(kFileMaxProcesses, max_bytes);
-  std::string buf(kChunk, '\0');
-  uint64_t read_now = 0;
-  while (read_now < budget) {
-    ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(f.offset));
-    if (n <= 0) break;
-    std::string_view chunk(buf.data(), static_cast<size_t>(n));
-    size_t start = 0;
-    while (true) {
-      size_t nl = chunk.find('\n', start);
-      if (nl == std::string_view::npos) break;
-      std::string_view line = chunk.substr(start, nl - start);
-      if (!f.partial.empty()) {
-        f.partial.append(line);
-        f.analyzer->FeedLine(f.partial);
-        f.partial.clear();
-      } else {
-        f.analyzer->FeedLine(line);
-      }
-      start = nl + 1;
-    }
-    if (f.partial.size() + (chunk.size() - start) <= 64 << 10) {
-      f.partial.append(chunk.substr(start));  // wait for the rest of this line
-    } else {
-      f.partial.clear();  // an endless line: drop it, as `tocsin nccl` cuts long lines
-    }
-    f.offset += static_cast<uint64_t>(n);
-    read_now += static_cast<uint64_t>(n);
-  }
+  Status read =
+      nccl::ReadAppended(fd, static_cast<uint64_t>(st.st_size), budget, f.cursor, *f.analyzer);
   ::close(fd);
+  if (!read.ok()) return Status::IoError(path + ": " + read.message());
   return Status::Ok();
 }
 
 }  // namespace
 
 TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
+  return NcclLogTask([root] { return NewRootedEnv(root); }, max_bytes_per_run);
+}
+
+TaskSpec NcclLogTask(std::function<std::unique_ptr<Env>()> new_env, uint64_t max_bytes_per_run) {
   TaskSpec t;
   t.name = "nccl";
   t.checks = {kChecks.begin(), kChecks.end()};
   auto state = std::make_shared<State>();
-  t.run = [root, max_bytes_per_run, state]() -> Result<TaskOutput> {
+  t.run = [new_env, max_bytes_per_run, state]() -> Result<TaskOutput> {
     std::lock_guard<std::mutex> lock(state->mu);
-    auto env = NewRootedEnv(root);
+    auto env = new_env();
     // The fallback is only a fault where there is a fabric to fall back from.
     bool rdma_here = false;
     for (const auto& d : rdma::ScanDevices(*env).devices) {
@@ -148,8 +126,6 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
         for (const auto& name : *logs) {
           if (name.size() < 5 || name.compare(name.size() - 4, 4, ".log") != 0) continue;
           std::string path = pod_path + "/" + c + "/" + name;
-          auto real = env->RealPath(path);
-          if (!real.ok()) continue;
           seen.insert(path);
           LogFile& f = state->files[path];
           if (f.pod.empty()) {
@@ -161,13 +137,12 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
             f.rdma_expected = rdma_here;
             f.inode = 0;  // re-read with the new expectation
           }
-          std::string host_path = root == "/" ? *real : root + *real;
           size_t mine = f.analyzer ? f.analyzer->stored_bytes() : 0;
           kept -= mine;
           size_t room = kTotalMaxBytes > kept ? kTotalMaxBytes - kept : 0;
-          Status st = ReadNew(host_path, f, max_bytes_per_run, std::min(kFileMaxBytes, room));
+          f.read = ReadNew(*env, path, f, max_bytes_per_run, std::min(kFileMaxBytes, room));
           kept += f.analyzer ? f.analyzer->stored_bytes() : 0;
-          if (!st.ok()) continue;
+          if (f.read.code() == StatusCode::kNotFound) seen.erase(path);  // gone since the listing
         }
       }
     }
@@ -178,8 +153,14 @@ TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run) {
     uint64_t dropped_lines = 0, dropped_series = 0;
     size_t series = 0;
     for (const auto& [path, f] : state->files) {
-      if (!f.analyzer) continue;
       std::string subject = f.ns + "/" + f.pod;
+      if (!f.read.ok()) {
+        // The log could not be read (or not all of it): its checks cannot say ok for this pod.
+        for (const auto& check : kChecks) {
+          out.findings.push_back(UnknownFinding(check, subject, path, f.read));
+        }
+      }
+      if (!f.analyzer) continue;
       if (f.analyzer->Capped()) {
         // What was left out may hold the fallback: the checks cannot say ok for this pod.
         dropped_lines += f.analyzer->dropped_lines();

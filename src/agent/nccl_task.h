@@ -1,8 +1,11 @@
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "agent/scheduler.h"
+#include "sys/env.h"
 
 namespace tocsin::agent {
 
@@ -13,6 +16,10 @@ namespace tocsin::agent {
 // While this node has an ACTIVE RDMA port, a rank that reached other nodes over sockets is
 // `nccl.transport.socket`: the silent fallback, named by pod. Also nccl.transport.mixed,
 // nccl.init.failed, nccl.env.risky and nccl.wrong (nccl-tests output in a pod's log).
+// A log that cannot be read makes that pod's checks unknown, with the error, until a read succeeds.
 TaskSpec NcclLogTask(const std::string& root, uint64_t max_bytes_per_run = 64ull << 20);
+// The same, with the node's files read through the Env that `new_env` makes for each run.
+TaskSpec NcclLogTask(std::function<std::unique_ptr<Env>()> new_env,
+                     uint64_t max_bytes_per_run = 64ull << 20);
 
 }  // namespace tocsin::agent

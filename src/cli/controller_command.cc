@@ -70,10 +70,7 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
     // client-go's default: the host (the pod's name) and a random suffix, so that a restarted
     // process never mistakes its predecessor's Lease for its own.
     std::string host = Env("POD_NAME");
-    if (host.empty()) {
-      char name[256] = {};
-      if (gethostname(name, sizeof name - 1) == 0) host = name;
-    }
+    if (host.empty()) host = HostName(*NewRootedEnv());
     std::mt19937_64 rng(std::random_device{}());
     identity = fmt::format("{}_{:016x}", host.empty() ? "tocsin-controller" : host, rng());
   }

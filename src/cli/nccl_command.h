@@ -1,6 +1,6 @@
 #pragma once
 
-#include "cli/node_command.h"
+#include "cli/command.h"
 
 namespace tocsin::cli {
 

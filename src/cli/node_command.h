@@ -1,14 +1,10 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "cli/command.h"
 
 namespace tocsin::cli {
 
-// Registers `tocsin node`; the returned callback runs it after parsing and gives the exit code.
-struct Command {
-  CLI::App* app = nullptr;
-  std::function<int()> run;
-};
+// Registers `tocsin node`.
 Command AddNodeCommand(CLI::App& parent);
 
 }  // namespace tocsin::cli

@@ -1,18 +1,8 @@
 #include "cli/rank_flags.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <random>
-#include <thread>
 
 #include "base/strings.h"
 #include "sys/env.h"
@@ -27,91 +17,7 @@ std::vector<std::string>& ProcessArgs() {
   return args;
 }
 
-// Starts ranks 1..n-1 of this same command against the coordinator, their output to /dev/null
-// (rank 0 reports for all); they die with this process.
-std::vector<pid_t> StartLocalRanks(int n, const std::string& coordinator,
-                                   const std::string& token) {
-  std::vector<std::string> base;
-  const auto& args = ProcessArgs();
-  for (size_t i = 1; i < args.size(); ++i) {
-    // --token is not repeated: the ranks get the token in their environment (and would warn).
-    if (args[i] == "--local" || args[i] == "--token") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--local=", 0) == 0 || args[i].rfind("--token=", 0) == 0) continue;
-    base.push_back(args[i]);
-  }
-  std::vector<pid_t> pids;
-  for (int r = 1; r < n; ++r) {
-    std::vector<std::string> argv = {"/proc/self/exe"};
-    argv.insert(argv.end(), base.begin(), base.end());
-    // A file each rank writes at exit (--verdict-file PATH): rank r's is PATH.r.
-    for (size_t i = 1; i < argv.size(); ++i) {
-      if (argv[i] == "--verdict-file" && i + 1 < argv.size()) {
-        argv[++i] += "." + std::to_string(r);
-      } else if (argv[i].rfind("--verdict-file=", 0) == 0) {
-        argv[i] += "." + std::to_string(r);
-      }
-    }
-    for (std::string a : {std::string("--rank"), std::to_string(r), std::string("--world-size"),
-                          std::to_string(n), std::string("--coordinator"), coordinator}) {
-      argv.push_back(a);
-    }
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    // The environment is built here: between fork and exec the child of this multi-threaded
-    // process may only make async-signal-safe calls. (It used putenv, which can allocate: under
-    // ASan, whose allocator lock another thread may hold at fork, a rank then hung before exec
-    // and "did not join".)
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "TOCSIN_BENCH_TOKEN=", 19) != 0) env.emplace_back(*e);
-    }
-    env.push_back("TOCSIN_BENCH_TOKEN=" + token);
-    std::vector<char*> cenv;
-    for (auto& e : env) cenv.push_back(e.data());
-    cenv.push_back(nullptr);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      execve("/proc/self/exe", cargv.data(), cenv.data());
-      _exit(127);
-    }
-    if (pid > 0) pids.push_back(pid);
-  }
-  return pids;
-}
-
 }  // namespace
-
-// Waits for the local ranks (they finish with rank 0, or were told to abort), then kills any
-// left after `grace`.
-void ReapLocalRanks(const std::vector<pid_t>& pids, std::chrono::milliseconds grace) {
-  auto deadline = std::chrono::steady_clock::now() + grace;
-  std::vector<bool> done(pids.size(), false);
-  size_t left = pids.size();
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (!done[i] && waitpid(pids[i], nullptr, WNOHANG) == pids[i]) {
-        done[i] = true;
-        --left;
-      }
-    }
-    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  for (size_t i = 0; i < pids.size(); ++i) {
-    if (!done[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], nullptr, 0);
-    }
-  }
-}
 
 void SetProcessArgs(int argc, char** argv) { ProcessArgs().assign(argv, argv + argc); }
 
@@ -183,7 +89,14 @@ Status RankFlags::Apply(ranks::WorldOptions& world,
     world.token = std::to_string(rd()) + std::to_string(rd());
   }
   *on_coordinator = [children, n = local, t = world.token](const std::string& c) {
-    *children = StartLocalRanks(n, c, t);
+    const auto& args = ProcessArgs();
+    std::vector<std::string> own(args.begin() + (args.empty() ? 0 : 1), args.end());
+    auto started = ranks::StartLocalRanks("/proc/self/exe", own, n, c, t);
+    if (!started.ok()) {
+      std::cerr << "tocsin: " << started.status().message() << "\n";  // they will not join
+      return;
+    }
+    *children = std::move(*started);
   };
   return Status::Ok();
 }

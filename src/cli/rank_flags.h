@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ranks/local_ranks.h"
 #include "ranks/world.h"
 
 namespace tocsin::cli {
@@ -32,8 +33,7 @@ struct RankFlags {
                std::vector<pid_t>* children) const;
 };
 
-// Waits for local ranks to exit, then kills any left after `grace`.
-void ReapLocalRanks(const std::vector<pid_t>& pids, std::chrono::milliseconds grace);
+using ranks::ReapLocalRanks;
 
 // The arguments tocsin was started with (--local starts more ranks of itself with them).
 void SetProcessArgs(int argc, char** argv);

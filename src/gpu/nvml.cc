@@ -2,10 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
-#include <thread>
+
+#include "sys/bounded_call.h"
 
 namespace tocsin::gpu {
 namespace {
@@ -124,36 +123,18 @@ NvmlInfo QueryBlocking(const std::string& library, const std::vector<std::string
 
 NvmlInfo QueryNvml(const std::string& library, const std::vector<std::string>& pci_addresses,
                    std::chrono::milliseconds timeout, std::function<void()> on_return) {
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    NvmlInfo info;
-  };
-  auto shared = std::make_shared<Shared>();
-  std::thread worker([shared, library, pci_addresses, on_return] {
-    NvmlInfo info = QueryBlocking(library, pci_addresses);
+  auto info = sys::BoundedCall(timeout, [library, pci_addresses, on_return] {
+    NvmlInfo answer = QueryBlocking(library, pci_addresses);
     if (on_return) on_return();
-    std::lock_guard<std::mutex> lock(shared->mu);
-    shared->info = std::move(info);
-    shared->done = true;
-    shared->cv.notify_all();
+    return answer;
   });
-  std::unique_lock<std::mutex> lock(shared->mu);
-  if (!shared->cv.wait_for(lock, timeout, [&] { return shared->done; })) {
-    lock.unlock();
-    worker.detach();  // stuck in the driver; the process exits without it
-    NvmlInfo info;
-    info.status = "timeout";
-    info.library = library;
-    info.detail = "NVML did not answer within " + std::to_string(timeout.count()) +
-                  " ms (the GPU driver may be hung)";
-    return info;
-  }
-  NvmlInfo info = std::move(shared->info);
-  lock.unlock();
-  worker.join();
-  return info;
+  if (info) return std::move(*info);
+  NvmlInfo stuck;  // in the driver; the process exits without it
+  stuck.status = "timeout";
+  stuck.library = library;
+  stuck.detail = "NVML did not answer within " + std::to_string(timeout.count()) +
+                 " ms (the GPU driver may be hung)";
+  return stuck;
 }
 
 nlohmann::json ToJson(const NvmlInfo& info) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/strings.h"
+#include "nccl/analyzer_testing.h"
 #include "nccl/log_line.h"
 
 namespace tocsin::nccl {
@@ -21,15 +22,6 @@ std::vector<std::string> Lines(const std::string& path) {
   std::vector<std::string> out;
   for (auto l : Split(text, '\n')) out.emplace_back(l);
   return out;
-}
-
-std::string Result(const Analyzer& a) {
-  nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : a.Findings()) {
-    findings.push_back({f.check, f.subject, f.message, f.evidence});
-  }
-  return a.Inventory().dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
-         findings.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Options Opts() {
@@ -156,7 +148,7 @@ TEST(AnalyzerTest, ChunkedMergeEqualsSequential) {
     Analyzer whole(Opts());
     whole.BeginInput("log");
     for (const auto& l : lines) whole.FeedLine(l);
-    std::string expected = Result(whole);
+    std::string expected = testing::AnalysisText(whole);
     size_t n = lines.size();
     for (size_t cut = 1; cut < n; cut += std::max<size_t>(1, n / 23)) {
       for (size_t parts : {2, 3}) {
@@ -174,7 +166,7 @@ TEST(AnalyzerTest, ChunkedMergeEqualsSequential) {
         for (const auto& l : lines) {  // the sequential pass over the non-NCCL lines
           if (!ParseLogLine(l)) chunks[0].FeedPerf(l);
         }
-        EXPECT_EQ(Result(chunks[0]), expected)
+        EXPECT_EQ(testing::AnalysisText(chunks[0]), expected)
             << entry.path().filename() << " cut at line " << cut << " into " << parts;
       }
     }

@@ -12,20 +12,6 @@ namespace {
 
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-// Inline with a literal: a loop the compiler unrolls, not a library call (the channel lines
-// these test are most of a big log).
-template <size_t N>
-inline bool StartsWith(std::string_view s, const char (&p)[N]) {
-  if (s.size() < N - 1) return false;
-  for (size_t i = 0; i + 1 < N; ++i) {
-    if (s[i] != p[i]) return false;
-  }
-  return true;
-}
-inline bool StartsWith(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 inline bool IsBlank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  // as Trim
 
 // The first whitespace at or after pos (t.size() when none). Eight bytes at a time: the lowest
@@ -64,7 +50,7 @@ inline std::optional<int> ReadInt(std::string_view s, size_t& i) {
 
 std::optional<std::string> ParseUsingNetwork(std::string_view msg) {
   static constexpr std::string_view kPrefix = "Using network ";
-  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  if (!msg.starts_with(kPrefix)) return std::nullopt;
   std::string_view name = Trim(msg.substr(kPrefix.size()));
   if (name.empty()) return std::nullopt;
   return std::string(name);
@@ -72,7 +58,7 @@ std::optional<std::string> ParseUsingNetwork(std::string_view msg) {
 
 std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
   static constexpr std::string_view kPrefix = "NET/IB : Using";
-  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  if (!msg.starts_with(kPrefix)) return std::nullopt;
   std::string_view list = msg.substr(kPrefix.size());
   size_t oob = list.find(';');
   if (oob != std::string_view::npos) list = list.substr(0, oob);
@@ -119,11 +105,11 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
   return out;
 }
 
-bool IsIbNoDevice(std::string_view msg) { return StartsWith(msg, "NET/IB : No device found"); }
+bool IsIbNoDevice(std::string_view msg) { return msg.starts_with("NET/IB : No device found"); }
 
 std::optional<std::vector<std::string>> ParseSocketDevices(std::string_view msg) {
   static constexpr std::string_view kPrefix = "NET/Socket : Using";
-  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  if (!msg.starts_with(kPrefix)) return std::nullopt;
   std::vector<std::string> out;
   for (auto tok : SplitWhitespace(msg.substr(kPrefix.size()))) {
     size_t close = tok.find(']');
@@ -138,12 +124,12 @@ std::optional<std::vector<std::string>> ParseSocketDevices(std::string_view msg)
 
 std::optional<std::string> ParsePluginFailure(std::string_view msg) {
   static constexpr std::string_view kPrefix = "Failed to initialize NET plugin ";
-  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  if (!msg.starts_with(kPrefix)) return std::nullopt;
   return std::string(Trim(msg.substr(kPrefix.size())));
 }
 
 std::optional<std::string> ParseOfiProvider(std::string_view msg) {
-  if (!StartsWith(msg, "NET/OFI Selected")) return std::nullopt;
+  if (!msg.starts_with("NET/OFI Selected")) return std::nullopt;
   size_t is = msg.find(" is ");
   if (is == std::string_view::npos) return std::nullopt;
   std::string_view rest = msg.substr(is + 4);
@@ -162,13 +148,13 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   std::memcpy(&channel, "Channel ", 8);
   if (head == channel) {
     p += 8;
-  } else if (StartsWith(msg, "Ring ")) {
+  } else if (msg.starts_with("Ring ")) {
     p += 5;
   } else {
     return std::nullopt;
   }
   while (p < e && *p != ' ') ++p;  // "00/0"
-  if (!StartsWith(std::string_view(p, static_cast<size_t>(e - p)), " : ")) return std::nullopt;
+  if (!std::string_view(p, static_cast<size_t>(e - p)).starts_with(" : ")) return std::nullopt;
   p += 3;
   // The peers, "0[0] -> 8[0] [send] ", up to " via ": the arrow must be there (a ring listing,
   // "Channel 00/32 :  0 1 2 3", has neither).
@@ -197,7 +183,7 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   }
   p = via + 4;
   std::string_view path(p, static_cast<size_t>(e - p));
-  if (StartsWith(path, "NET/")) {
+  if (path.starts_with("NET/")) {
     ch.transport = "NET";
     ch.link = Link::kNet;
     std::string_view rest = path.substr(4);
@@ -208,15 +194,15 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
     ch.net = rest.substr(0, k);
     // "/GDRDMA" follows the device index (and "/Shared" or a proxy suffix may follow it).
     for (size_t g = k + 1; g + 7 <= rest.size() && !ch.gdr; ++g) {
-      ch.gdr = rest[g] == '/' && StartsWith(rest.substr(g), "/GDRDMA");
+      ch.gdr = rest[g] == '/' && rest.substr(g).starts_with("/GDRDMA");
     }
-  } else if (StartsWith(path, "P2P/")) {
+  } else if (path.starts_with("P2P/")) {
     ch.transport = "P2P";
     ch.link = Link::kIntraNode;
-  } else if (StartsWith(path, "SHM/") || StartsWith(path, "direct shared memory")) {
+  } else if (path.starts_with("SHM/") || path.starts_with("direct shared memory")) {
     ch.transport = "SHM";
     ch.link = Link::kIntraNode;
-  } else if (StartsWith(path, "COLLNET/")) {
+  } else if (path.starts_with("COLLNET/")) {
     ch.transport = "COLLNET";
     ch.link = Link::kCollNet;
   } else {
@@ -279,9 +265,9 @@ std::optional<EnvSetting> ParseEnvSetting(std::string_view msg) {
   static constexpr std::string_view kByEnv = " set by environment to ";
   static constexpr std::string_view kSetTo = " set to ";
   static constexpr std::string_view kReset = "Comm config netName reset to NCCL_NET=";
-  if (StartsWith(msg, kReset))
+  if (msg.starts_with(kReset))
     return EnvSetting{"NCCL_NET", std::string(Trim(msg.substr(kReset.size())))};
-  if (!StartsWith(msg, "NCCL_")) return std::nullopt;
+  if (!msg.starts_with("NCCL_")) return std::nullopt;
   size_t at = msg.find(kByEnv);
   size_t skip = kByEnv.size();
   if (at == std::string_view::npos) {
@@ -298,7 +284,7 @@ std::optional<EnvSetting> ParseEnvSetting(std::string_view msg) {
 
 std::optional<std::string> ParseVersion(std::string_view msg) {
   static constexpr std::string_view kPrefix = "NCCL version ";
-  if (!StartsWith(msg, kPrefix)) return std::nullopt;
+  if (!msg.starts_with(kPrefix)) return std::nullopt;
   std::string_view v = msg.substr(kPrefix.size());
   size_t end = v.find_first_of("+ ");
   v = Trim(v.substr(0, end));
@@ -310,19 +296,19 @@ WarnKind ClassifyWarn(std::string_view msg) {
   // Benign: NCCL prints these and goes on.
   // graph/search.cc (2.5 to 2.2x): no channel found for the pattern, one simple-order channel
   // instead. 2.5's earlier form without "falling back" returned ncclInternalError.
-  if (StartsWith(msg, "Could not find a path for pattern ")) {
+  if (msg.starts_with("Could not find a path for pattern ")) {
     return msg.find("falling back") != std::string_view::npos ? WarnKind::kBenign
                                                               : WarnKind::kFatal;
   }
   // misc/ibvwrap.cc (up to 2.12): libibverbs not found; the IB transport's init fails and
   // init.cc's initNet takes the socket transport (an INFO line from 2.13).
-  if (StartsWith(msg, "Failed to open libibverbs.so")) return WarnKind::kBenign;
+  if (msg.starts_with("Failed to open libibverbs.so")) return WarnKind::kBenign;
   // misc/ibvwrap.cc CHECK_NOT_NULL: a verbs call without libibverbs loaded; ncclIbInit calls
   // wrap_ibv_fork_init() without looking at its result (printed by every rank of healthy jobs).
-  if (StartsWith(msg, "lib wrapper not initialized")) return WarnKind::kBenign;
+  if (msg.starts_with("lib wrapper not initialized")) return WarnKind::kBenign;
   // transport/net_ib.cc's async thread: "NET/IB : mlx5_0:1 Got async event : GID table change";
   // it only logs and acknowledges the event.
-  if (StartsWith(msg, "NET/IB : ") && msg.find(" Got async event") != std::string_view::npos) {
+  if (msg.starts_with("NET/IB : ") && msg.find(" Got async event") != std::string_view::npos) {
     return WarnKind::kBenign;
   }
   // Fatal: each returns an error right after printing.
@@ -336,10 +322,10 @@ WarnKind ClassifyWarn(std::string_view msg) {
       "Duplicate GPU detected",                             // init.cc
   };
   for (std::string_view f : kFatal) {
-    if (StartsWith(msg, f)) return WarnKind::kFatal;
+    if (msg.starts_with(f)) return WarnKind::kFatal;
   }
   // IBV_*_CHECK and SYSCHECK: "Call to ibv_reg_mr failed ...", "Call to connect failed : ...".
-  if (StartsWith(msg, "Call to ") && msg.find(" failed") != std::string_view::npos) {
+  if (msg.starts_with("Call to ") && msg.find(" failed") != std::string_view::npos) {
     return WarnKind::kFatal;
   }
   return WarnKind::kUnknown;
@@ -358,7 +344,7 @@ const char* WarnKindName(WarnKind kind) {
 }
 
 bool IsRdmaNetwork(std::string_view net) {
-  return net == "IB" || StartsWith(net, "IBext") || net == "gIB" || net == "Libfabric" ||
+  return net == "IB" || net.starts_with("IBext") || net == "gIB" || net == "Libfabric" ||
          net == "AWS Libfabric";
 }
 

@@ -5,8 +5,6 @@
 namespace tocsin::nccl {
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 enum class CheckColumn { kUnknown, kWrong, kError };
 
 // time algbw busbw and the check column at t[at..at+3]. The check column is read as the header
@@ -53,7 +51,7 @@ std::string_view StripLauncherPrefix(std::string_view line) {
     if (close == std::string_view::npos) break;
     s = s.substr(close + 1);
     for (std::string_view tag : {"<stdout>:", "<stderr>:"}) {
-      if (StartsWith(s, tag)) s = s.substr(tag.size());
+      if (s.starts_with(tag)) s = s.substr(tag.size());
     }
     if (!s.empty() && s[0] == ' ') s = s.substr(1);
   }
@@ -126,7 +124,7 @@ void PerfParser::Feed(std::string_view raw) {
     return;
   }
   std::string_view body = Trim(line.substr(1));
-  if (StartsWith(body, "Collective test starting:")) {
+  if (body.starts_with("Collective test starting:")) {
     NewRun();
     runs_.back().test = Capped(Trim(body.substr(25)));
     in_table_ = false;
@@ -155,14 +153,14 @@ void PerfParser::Feed(std::string_view raw) {
     }
     return;
   }
-  if (StartsWith(body, "Out of bounds values")) {
+  if (body.starts_with("Out of bounds values")) {
     auto parts = SplitWhitespace(body.substr(body.find(':') + 1));
     if (!parts.empty()) {
       if (auto v = ParseInt64(parts[0])) Current().out_of_bounds = *v;
     }
     return;
   }
-  if (StartsWith(body, "Avg bus bandwidth")) {
+  if (body.starts_with("Avg bus bandwidth")) {
     auto parts = SplitWhitespace(body.substr(body.find(':') + 1));
     if (!parts.empty()) {
       if (auto v = ParseDouble(parts[0])) Current().avg_busbw = *v;

@@ -1,27 +1,12 @@
 #include "node/node.h"
 
-#include <unistd.h>
-
 #include "gpu/checks.h"
 
 namespace tocsin::node {
-namespace {
-
-std::string HostName(Env& env) {
-  auto h = ReadAttribute(env, "/proc/sys/kernel/hostname");
-  if (h.ok() && !h->empty()) return *h;
-  if (env.root() == "/") {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof(buf) - 1) == 0) return buf;
-  }
-  return "unknown";
-}
-
-}  // namespace
-
 Inventory Collect(Env& env, const Options& options) {
   Inventory inv;
   inv.host = HostName(env);
+  if (inv.host.empty()) inv.host = "unknown";
   inv.rdma = rdma::ScanDevices(env);
   inv.net = net::ScanNetdevs(env);
   inv.gpus = gpu::ScanGpus(env);

@@ -1,14 +1,15 @@
 #include "ranks/world.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
 #include "ranks/coordinator.h"
+#include "sys/env.h"
 #include "tocsin/version.h"
 
 namespace tocsin::ranks {
@@ -29,11 +30,7 @@ Status EnvInt(const std::map<std::string, std::string>& env, const char* name, i
 
 }  // namespace
 
-std::string Hostname() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
+std::string Hostname() { return HostName(*NewRootedEnv()); }
 
 std::string NodeName() {
   const char* v = std::getenv("TOCSIN_NODE_NAME");

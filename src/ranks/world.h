@@ -32,7 +32,8 @@ Status ApplyEnvironment(WorldOptions& options, const std::map<std::string, std::
 std::map<std::string, std::string> RankEnvironment();  // the variables above, from this process
 Status Validate(const WorldOptions& options);
 
-// This machine's hostname (what ranks report as their host).
+// This machine's hostname (what ranks report as their host): HostName (sys/env.h) of the real
+// root.
 std::string Hostname();
 // This rank's Kubernetes node name: $TOCSIN_NODE_NAME (the downward API's spec.nodeName), "" when
 // unset. Sent to rank 0 with the hello; rank 0 drops one that is not a node name and marks it.

@@ -74,6 +74,11 @@ class RootedEnv : public Env {
     return ReadAll(fd, path, max_bytes);
   }
 
+  Result<int> OpenFile(std::string_view path) override {
+    TOCSIN_ASSIGN_OR_RETURN(std::string real, Resolve(path));
+    return OpenRegularFile(Host(real), O_NOFOLLOW, path);
+  }
+
   Result<std::vector<std::string>> ListDir(std::string_view path) override {
     TOCSIN_ASSIGN_OR_RETURN(std::string real, Resolve(path));
     DIR* dir = ::opendir(Host(real).c_str());
@@ -228,6 +233,16 @@ Status CheckDirectory(const std::string& path, std::string_view name) {
 Result<std::string> ReadAttribute(Env& env, std::string_view path) {
   TOCSIN_ASSIGN_OR_RETURN(std::string text, env.ReadFile(path, 64 << 10));
   return std::string(Trim(text));
+}
+
+std::string HostName(Env& env) {
+  auto h = ReadAttribute(env, "/proc/sys/kernel/hostname");
+  if (h.ok() && !h->empty()) return *h;
+  if (env.root() == "/") {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof(buf) - 1) == 0) return buf;
+  }
+  return "";
 }
 
 }  // namespace tocsin

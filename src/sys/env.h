@@ -33,6 +33,10 @@ class Env {
   // Reads a whole file; a file larger than max_bytes is an error, never silently cut.
   virtual Result<std::string> ReadFile(std::string_view path,
                                        size_t max_bytes = kDefaultMaxFileBytes) = 0;
+  // Opens a regular file for reading, as OpenRegularFile does (never blocks; a FIFO, device or
+  // directory is an error naming `path`), for reads that ReadFile's whole-file copy does not fit
+  // (a log that grows, read from where the last read stopped). The caller closes the descriptor.
+  virtual Result<int> OpenFile(std::string_view path) = 0;
   // Entry names, sorted, without "." and "..".
   virtual Result<std::vector<std::string>> ListDir(std::string_view path) = 0;
   // The target text of a symlink (not followed).
@@ -68,5 +72,10 @@ Status CheckDirectory(const std::string& path, std::string_view name = {});
 
 // Reads a small sysfs attribute and trims whitespace.
 Result<std::string> ReadAttribute(Env& env, std::string_view path);
+
+// The node's hostname: /proc/sys/kernel/hostname through `env`, else (on the real root)
+// gethostname(2); empty when neither tells. The one hostname function: reports, ranks and
+// leader-election identities all use it.
+std::string HostName(Env& env);
 
 }  // namespace tocsin

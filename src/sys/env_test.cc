@@ -87,6 +87,27 @@ TEST_F(EnvTest, ErrorsNameThePath) {
   EXPECT_EQ(dir.status().code(), StatusCode::kIoError);
 }
 
+TEST_F(EnvTest, OpenFileResolvesInTheRootAndRefusesNonFiles) {
+  auto fd = env_->OpenFile("/abs_link");  // re-rooted, like ReadFile
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  char c = 0;
+  EXPECT_EQ(::read(*fd, &c, 1), 1);
+  EXPECT_EQ(c, '1');
+  ::close(*fd);
+  auto dir = env_->OpenFile("/sys");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("/sys: not a regular file"), std::string::npos);
+  EXPECT_EQ(env_->OpenFile("/dangling").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(EnvTest, HostNameIsTheRootsOwn) {
+  EXPECT_EQ(HostName(*env_), "");  // a root without one, not this machine's name
+  fs::create_directories(root_ / "proc/sys/kernel");
+  Write("proc/sys/kernel/hostname", "gpu-node-7\n");
+  EXPECT_EQ(HostName(*env_), "gpu-node-7");
+  EXPECT_FALSE(HostName(*NewRootedEnv("/")).empty());
+}
+
 TEST_F(EnvTest, ListDirSortedAndReadLink) {
   auto names = env_->ListDir("/");
   ASSERT_TRUE(names.ok());

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +18,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> MergedEnv(const std::vector<std::string>& extra) {
+int WaitStatusToCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> EnvironmentWith(const std::vector<std::string>& extra) {
   std::map<std::string, std::string> vars;
   std::vector<std::string> order;
   auto add = [&](const std::string& entry) {
@@ -35,57 +51,91 @@ std::vector<std::string> MergedEnv(const std::vector<std::string>& extra) {
   return out;
 }
 
-int WaitStatusToCode(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+Result<pid_t> Spawn(const SpawnSpec& spec) {
+  if (spec.argv.empty()) return Status::InvalidArgument("Spawn: empty command");
+  std::vector<char*> cargv = CStrings(spec.argv);
+  std::vector<char*> cenv = CStrings(spec.env);
+  const char* file = cargv[0];
+  bool path_lookup = std::strchr(file, '/') == nullptr;
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    return Status::IoError("pipe: " + std::string(strerror(errno)));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
+    return Status::IoError("fork: " + std::string(strerror(e)));
+  }
+  if (pid == 0) {
+    if (spec.die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);  // the parent died before the prctl
+    }
+    if (spec.own_group) setpgid(0, 0);
+    int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
+    for (int target = 0; target < 3; ++target) {
+      if (fds[target] == SpawnSpec::kInherit) continue;
+      int from = fds[target] == SpawnSpec::kDevNull
+                     ? open("/dev/null", target == 0 ? O_RDONLY : O_WRONLY)
+                     : fds[target];
+      if (from != target) dup2(from, target);
+    }
+    if (path_lookup) {
+      execvpe(file, cargv.data(), cenv.data());
+    } else {
+      execve(file, cargv.data(), cenv.data());
+    }
+    int e = errno;
+    (void)!write(exec_pipe[1], &e, sizeof e);
+    _exit(127);
+  }
+  if (spec.own_group) setpgid(pid, pid);  // also from here, so a kill cannot race the child's
+  close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  close(exec_pipe[0]);
+  if (n == sizeof exec_errno) {
+    waitpid(pid, nullptr, 0);
+    return Status::NotFound("cannot run \"" + spec.argv[0] + "\": " + strerror(exec_errno));
+  }
+  return pid;
 }
-
-}  // namespace
 
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const ProcessOptions& options) {
   if (argv.empty()) return Status::InvalidArgument("RunProcess: empty command");
   const std::string& name = argv[0];
-  std::vector<std::string> env = MergedEnv(options.extra_env);
-  std::vector<char*> cargv, cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
-
-  int out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0)
-    return Status::IoError("pipe: " + std::string(strerror(errno)));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(exec_pipe, O_CLOEXEC) != 0) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
     return Status::IoError("pipe: " + std::string(strerror(errno)));
   }
-  pid_t pid = fork();
-  if (pid < 0) return Status::IoError("fork: " + std::string(strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    execvpe(cargv[0], cargv.data(), cenv.data());
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
     int e = errno;
-    (void)!write(exec_pipe[1], &e, sizeof e);
-    _exit(127);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return Status::IoError("pipe: " + std::string(strerror(e)));
   }
-  setpgid(pid, pid);  // also from the parent, so a kill cannot race the child's own call
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.env = EnvironmentWith(options.extra_env);
+  spec.stdout_fd = out_pipe[1];
+  spec.stderr_fd = err_pipe[1];
+  spec.own_group = true;
+  auto spawned = Spawn(spec);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  close(exec_pipe[1]);
-  int exec_errno = 0;
-  ssize_t n = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-  close(exec_pipe[0]);
-  if (n == sizeof exec_errno) {
+  if (!spawned.ok()) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    waitpid(pid, nullptr, 0);
-    return Status::NotFound("cannot run \"" + name + "\": " + strerror(exec_errno));
+    return spawned.status();
   }
+  pid_t pid = *spawned;
 
   ProcessResult result;
   Status error;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -19,6 +21,30 @@ struct ProcessOptions {
   std::chrono::milliseconds timeout{10000};
   size_t max_output = 16 << 20;  // per stream; more is an error, not a silent cut
 };
+
+// How Spawn starts a child. Everything is built before the fork: between fork and exec the child
+// of a multi-threaded process may only make async-signal-safe calls (under ASan, a child that
+// allocated there could hang on the allocator's lock, held by another thread at the fork).
+struct SpawnSpec {
+  static constexpr int kDevNull = -1;
+  static constexpr int kInherit = -2;
+
+  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
+  std::vector<std::string> env;   // the child's whole environment ("NAME=value")
+  int stdin_fd = kDevNull;        // each: a descriptor to dup2 there, kDevNull or kInherit
+  int stdout_fd = kInherit;
+  int stderr_fd = kInherit;
+  bool own_group = false;        // its own process group: kill(-pid) reaches what it starts
+  bool die_with_parent = false;  // killed (SIGKILL) when this process dies
+};
+
+// Our environment with `extra` ("NAME=value") added or replacing, in order.
+std::vector<std::string> EnvironmentWith(const std::vector<std::string>& extra);
+
+// Starts spec.argv: the one place tocsin forks. Returns the child's pid once its exec succeeded;
+// NotFound naming the command when the exec failed (the child is reaped). The caller waits for
+// the pid.
+Result<pid_t> Spawn(const SpawnSpec& spec);
 
 // Runs argv[0] (looked up in PATH) with stdin from /dev/null and captures stdout and stderr.
 // The child runs in its own process group; when `timeout` runs out the whole group is killed and

@@ -1,6 +1,9 @@
 #include "sys/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace tocsin::sys {
 namespace {
@@ -44,6 +47,53 @@ TEST(SubprocessTest, OversizedOutputIsAnError) {
   auto r = RunProcess({"sh", "-c", "head -c 100000 /dev/zero"}, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("more than 1000 bytes"), std::string::npos);
+}
+
+// Spawn is the one fork: a path or a PATH name, the environment given, stdout where asked.
+TEST(SubprocessTest, SpawnRunsWithTheGivenEnvironmentAndDescriptors) {
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  SpawnSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo $TOCSIN_SPAWN_TEST; read x || echo stdin-empty"};
+  spec.env = EnvironmentWith({"TOCSIN_SPAWN_TEST=7"});
+  spec.stdout_fd = out[1];
+  spec.die_with_parent = true;
+  auto pid = Spawn(spec);
+  ::close(out[1]);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  std::string got;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(*pid, &status, 0), *pid);
+  EXPECT_EQ(got, "7\nstdin-empty\n");  // stdin is /dev/null by default
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(SubprocessTest, SpawnOfAMissingProgramIsNotFound) {
+  SpawnSpec spec;
+  spec.argv = {"tocsin-no-such-program-anywhere"};
+  auto pid = Spawn(spec);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(pid.status().message().find("tocsin-no-such-program-anywhere"), std::string::npos);
+}
+
+TEST(SubprocessTest, EnvironmentWithReplacesAndAdds) {
+  ::setenv("TOCSIN_ENV_WITH_TEST", "old", 1);
+  auto env = EnvironmentWith({"TOCSIN_ENV_WITH_TEST=new", "TOCSIN_ENV_WITH_ADDED=1"});
+  int old_seen = 0, new_seen = 0, added = 0;
+  for (const auto& e : env) {
+    old_seen += e == "TOCSIN_ENV_WITH_TEST=old";
+    new_seen += e == "TOCSIN_ENV_WITH_TEST=new";
+    added += e == "TOCSIN_ENV_WITH_ADDED=1";
+  }
+  ::unsetenv("TOCSIN_ENV_WITH_TEST");
+  EXPECT_EQ(old_seen, 0);
+  EXPECT_EQ(new_seen, 1);
+  EXPECT_EQ(added, 1);
 }
 
 }  // namespace
