@@ -10,6 +10,8 @@
 #include <fstream>
 #include <future>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin {
 namespace {
 
@@ -49,16 +51,16 @@ class EnvTest : public ::testing::Test {
 
 TEST_F(EnvTest, ReadsThroughRelativeSymlinks) {
   auto v = ReadAttribute(*env_, "/sys/class/infiniband/mlx5_0/fw_ver");
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_OK(v);
   EXPECT_EQ(*v, "20.39.1002");
   auto real = env_->RealPath("/sys/class/infiniband/mlx5_0/device");
-  ASSERT_TRUE(real.ok()) << real.status().ToString();
+  ASSERT_OK(real);
   EXPECT_EQ(*real, "/sys/devices/pci0000:00/0000:00:01.0");
 }
 
 TEST_F(EnvTest, AbsoluteLinksAreReRooted) {
   auto v = ReadAttribute(*env_, "/abs_link");
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_OK(v);
   EXPECT_EQ(*v, "1");
 }
 
@@ -92,7 +94,7 @@ TEST_F(EnvTest, ListDirSortedAndReadLink) {
   ASSERT_TRUE(names.ok());
   EXPECT_TRUE(std::is_sorted(names->begin(), names->end()));
   auto link = env_->ReadLink("/sys/class/infiniband/mlx5_0");
-  ASSERT_TRUE(link.ok()) << link.status().ToString();
+  ASSERT_OK(link);
   EXPECT_EQ(*link, "../../devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0");
   EXPECT_TRUE(env_->IsDirectory("/sys/class/infiniband/mlx5_0"));
   EXPECT_FALSE(env_->IsDirectory("/abs_link"));
@@ -143,7 +145,7 @@ TEST_F(EnvTest, AFifoOrADirectoryIsRefusedWithoutBlocking) {
   auto missing = ReadRegularFile(root_.string() + "/nope");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   auto fine = ReadRegularFile(root_.string() + "/sys/devices/pci0000:00/0000:00:01.0/numa_node");
-  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  ASSERT_OK(fine);
   EXPECT_EQ(*fine, "1\n");
 }
 
