@@ -13,6 +13,7 @@
 
 #include "bench/verdict.h"
 #include "run_binary.h"
+#include "testing/skip.h"
 #include "testing/status_matchers.h"
 
 namespace tocsin {
@@ -379,7 +380,7 @@ class NetnsTest : public ::testing::Test {
     RunResult up = RunBinary("bash", {script_, "up", prefix_});
     if (up.exit_code != 0) {
       RunBinary("bash", {script_, "down", prefix_});
-      GTEST_SKIP() << "cannot make network namespaces here: " << up.err;
+      TOCSIN_SKIP() << "cannot make network namespaces here: " << up.err;
     }
     ready_ = true;
   }
