@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sys/subprocess.h"
+#include "testing/status_matchers.h"
 
 namespace tocsin::agent {
 namespace {
@@ -97,7 +98,7 @@ TEST(MetricsServerTest, PromtoolAcceptsTheExposition) {
   std::ofstream(path) << text;
   auto r = sys::RunProcess({"sh", "-c", "promtool check metrics < " + path});
   std::remove(path.c_str());
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
 }
 

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
 namespace tocsin::agent {
 namespace {
 
@@ -15,13 +18,6 @@ namespace fs = std::filesystem;
 
 class NcclTaskTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tocsin-nccl-task-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // Writes `text` as the log of container `c` of pod ml/<pod>.
   void WriteLog(const std::string& pod, const std::string& text) {
     fs::path dir = root_ / "var/log/pods" / ("ml_" + pod + "_uid") / "c";
@@ -36,7 +32,8 @@ class NcclTaskTest : public ::testing::Test {
     return nullptr;
   }
 
-  fs::path root_;
+  ::tocsin::testing::ScopedTempDir tmp_{"nccl-task-test"};
+  fs::path root_ = tmp_.path();
 };
 
 // Issue 13: one pod's log with thousands of fake NCCL processes took the agent to 900 MB and
@@ -52,7 +49,7 @@ TEST_F(NcclTaskTest, AFloodOfFakeProcessesIsCappedCountedAndUnknown) {
   WriteLog("fine", "2026-11-30T00:00:00Z stdout F node1:7:7 [0] NCCL INFO Using network IB\n");
   TaskSpec t = NcclLogTask(root_.string());
   auto out = t.run();
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
 
   const auto* info = Family(*out, "tocsin_nccl_process_info");
   ASSERT_NE(info, nullptr);

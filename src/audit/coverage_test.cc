@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "audit/checks.h"
+#include "testing/findings.h"
 
 namespace tocsin::audit {
 namespace {
@@ -14,13 +15,8 @@ k8s::Node MakeNode(const std::string& name, bool fabric) {
   return n;
 }
 
-std::vector<Finding> Of(const std::vector<Finding>& all, const std::string& check) {
-  std::vector<Finding> out;
-  for (const auto& f : all) {
-    if (f.check == check) out.push_back(f);
-  }
-  return out;
-}
+// The findings of `check` in `all`.
+constexpr auto Of = &::tocsin::testing::FindingsOf;
 
 TEST(CoverageTest, ASnapshotWithNothingToAuditIsAnErrorNamingWhatItHeld) {
   k8s::Snapshot empty;

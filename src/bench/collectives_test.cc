@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::bench {
 namespace {
 
@@ -74,7 +76,7 @@ std::vector<size_t> RunAll(const Collective& c, int n, size_t count) {
       c.Init(send.data(), count, r, n);
       Status st = c.Run(t, send.data(), recv.data(), tmp.data(), count, r, n,
                         ranks::DeadlineIn(std::chrono::seconds(10)));
-      ASSERT_TRUE(st.ok()) << st.ToString();
+      ASSERT_OK(st);
       wrong[r] = c.Wrong(recv.data(), count, r, n);
     });
   }

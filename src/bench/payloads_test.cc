@@ -2,13 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::bench {
 namespace {
 
 TEST(PayloadsTest, SizeResultsRoundTripAndMustMatchTheSweep) {
   std::vector<SizeResult> mine = {{1024, 256, 12.5, 0}, {4096, 1024, 30, -1}};
   auto back = DecodeSizeResults(EncodeSizeResults(mine), mine);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_DOUBLE_EQ((*back)[0].us, 12.5);
   EXPECT_EQ((*back)[1].wrong, -1);
   // What crashed or threw in rank 0: empty, not JSON, wrong types, too few rows, other sizes.
@@ -31,7 +33,7 @@ TEST(PayloadsTest, P2pRecordsAreTheSendersOwn) {
                                  {Kind::kStream, 0, 1, 1, 4096, 11, -1},
                                  {Kind::kWrong, -1, -1, -1, 0, 0, 0}};
   auto back = DecodeP2p(EncodeP2p(mine), 1, 3, {4096});
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   ASSERT_EQ(back->size(), 4u);
   EXPECT_EQ((*back)[2].from, 1);
   for (const char* bad : {"", "{}", "[1]", R"([{"a":0,"b":7,"latency_us":1}])",
@@ -54,7 +56,7 @@ TEST(PayloadsTest, PhasesMustBeThePhasesRun) {
   r.name = "read";
   r.wrong = 0;
   auto back = DecodePhases(EncodePhases("node-a", {w, r}), {"write", "read"});
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ((*back)[0].wrong, -1);
   EXPECT_EQ((*back)[1].wrong, 0);
   EXPECT_FALSE(DecodePhases(EncodePhases("node-a", {r, w}), {"write", "read"}).ok());

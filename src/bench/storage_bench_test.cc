@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "bench/latency.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace tocsin::bench {
 namespace {
@@ -36,11 +38,6 @@ TEST(StorageBenchTest, FsTypeNames) {
 
 class ProbeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tocsin-probe-test-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   StorageBenchOptions Small() {
     StorageBenchOptions o;
     o.path = dir_;
@@ -52,7 +49,8 @@ class ProbeTest : public ::testing::Test {
     o.probe.randread_ops = 50;
     return o;
   }
-  std::string dir_;
+  ::tocsin::testing::ScopedTempDir tmp_{"probe-test"};
+  const std::string& dir_ = tmp_.path();
 };
 
 TEST_F(ProbeTest, EveryPhaseRunsVerifiesAndCleansUp) {
@@ -60,7 +58,7 @@ TEST_F(ProbeTest, EveryPhaseRunsVerifiesAndCleansUp) {
     StorageBenchOptions o = Small();
     o.probe.shared_file = shared;
     auto r = RunStorageBench(o);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     EXPECT_FALSE(r->hung);
     EXPECT_TRUE(r->report.findings.empty());
     const auto& phases = r->report.inventory["phases"];

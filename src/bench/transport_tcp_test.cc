@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "bench/transport.h"
+#include "testing/status_matchers.h"
 
 namespace tocsin::bench {
 namespace {
@@ -51,7 +52,7 @@ struct TwoRanks {
                          [&] { return t1->Connect(peers, secret, ranks::DeadlineIn(within)); });
     ASSERT_TRUE(t0->Connect(peers, secret, ranks::DeadlineIn(within)).ok());
     Status st1 = c1.get();
-    ASSERT_TRUE(st1.ok()) << st1.ToString();
+    ASSERT_OK(st1);
     char out[8] = "tocsin!", in[8] = {};
     auto recv1 = std::async(std::launch::async, [&] {
       return t1->SendRecv(-1, nullptr, 0, 0, in, sizeof in, ranks::DeadlineIn(5s));

@@ -10,6 +10,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
 namespace tocsin::bench {
 namespace {
 
@@ -73,7 +76,7 @@ TEST(VerdictTest, RoundTrips) {
   v.rdma.reset();
   v.error = "-b: not a size";
   back = DecodeVerdict(EncodeVerdict(v));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_FALSE(back->rdma.has_value());
   EXPECT_EQ(back->error, "-b: not a size");
   EXPECT_NE(EncodeVerdict(v).find(R"("node":null)"), std::string::npos);
@@ -96,7 +99,7 @@ TEST(VerdictTest, FortyLongFindingsFitIn4096BytesAndTheTrimIsCounted) {
   std::string text = EncodeVerdict(v);
   EXPECT_LE(text.size(), kMaxVerdictBytes);
   auto back = DecodeVerdict(text);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_GT(back->trimmed, 8u);  // 8 findings over the cap alone
   ASSERT_FALSE(back->findings.empty());
   EXPECT_EQ(back->findings[0].severity, Severity::kCritical);  // the worst are kept
@@ -126,7 +129,7 @@ TEST(VerdictTest, TextsOverTheCapsAreCutOnCharacterBoundaries) {
   v.tests[0].busbw = std::numeric_limits<double>::quiet_NaN();
   v.tests[0].algbw = -1;
   back = DecodeVerdict(EncodeVerdict(v));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(back->tests[0].busbw, 0);
   EXPECT_EQ(back->tests[0].algbw, 0);
 }
@@ -184,7 +187,7 @@ TEST(VerdictTest, HostileInputIsAnErrorNeverACrash) {
   }
   // Unknown fields are ignored; absent lists are empty; null is "undetermined".
   auto r = DecodeVerdict(with(R"(,"future":{"x":[1,2]},"rdma":null,"ranks":null)"));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_FALSE(r->rdma.has_value());
   EXPECT_TRUE(r->ranks.empty());
 }
@@ -229,8 +232,8 @@ TEST(VerdictTest, OfAFinishedRunAndOfOneThatNeverStarted) {
   EXPECT_TRUE(fabric.ranks.empty());
   EXPECT_TRUE(DecodeVerdict(EncodeVerdict(fabric)).ok());
   // Whatever the flags said (that was the usage error), the verdict decodes.
-  for (auto [rank, world, transport] : {std::tuple{5, 2, "tcp"}, std::tuple{9999, 99999, "ucx"},
-                                        std::tuple{-7, -1, ""}}) {
+  for (auto [rank, world, transport] :
+       {std::tuple{5, 2, "tcp"}, std::tuple{9999, 99999, "ucx"}, std::tuple{-7, -1, ""}}) {
     Verdict bad = VerdictOf(Report{}, rank, world, 2, transport, {rank, "self", ""});
     auto back = DecodeVerdict(EncodeVerdict(bad));
     EXPECT_TRUE(back.ok()) << rank << " " << world << " " << back.status().ToString();
@@ -245,12 +248,11 @@ std::string ReadAll(const std::string& path) {
 }
 
 TEST(VerdictTest, TheFileIsReplacedNeverFollowedAndAFifoDoesNotBlock) {
-  char dir_template[] = "/tmp/tocsin-verdict-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  std::string dir = dir_template;
+  ::tocsin::testing::ScopedTempDir tmp("verdict");
+  const std::string& dir = tmp.path();
   std::string file = dir + "/termination-log";
   { std::ofstream(file) << std::string(5000, 'x'); }
-  ASSERT_TRUE(WriteVerdictFile(file, "{\"v\":1}").ok());
+  ASSERT_OK(WriteVerdictFile(file, "{\"v\":1}"));
   EXPECT_EQ(ReadAll(file), "{\"v\":1}");
   std::string link = dir + "/link";
   ASSERT_EQ(symlink(file.c_str(), link.c_str()), 0);
@@ -262,8 +264,6 @@ TEST(VerdictTest, TheFileIsReplacedNeverFollowedAndAFifoDoesNotBlock) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_FALSE(WriteVerdictFile(fifo, "{}").ok());
   EXPECT_FALSE(WriteVerdictFile(dir + "/no/such", "{}").ok());
-  for (const auto& p : {file, link, fifo}) unlink(p.c_str());
-  rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "canary/attribution.h"
 #include "canary/testing.h"
+#include "testing/status_matchers.h"
 
 namespace tocsin::canary {
 namespace {
@@ -75,7 +76,7 @@ TEST(HistoryTest, CapKeepsVerdictsFirstAndCountsWhatIsLeftOut) {
     EXPECT_LE(text.size(), std::max<size_t>(cap, 60)) << cap;
     EXPECT_GT(dropped, 0u) << cap;
     auto back = DecodeHistory(text);
-    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_OK(back);
     if (cap >= 300) {
       ASSERT_TRUE(back->nodes.contains("n-00-01"));
       EXPECT_TRUE(back->nodes.at("n-00-01").blamed) << "verdicts kept first";

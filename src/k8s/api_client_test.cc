@@ -10,6 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
 namespace tocsin::k8s {
 namespace {
 
@@ -63,9 +66,8 @@ class TokenServer {
 // the server never sees the old token), and at once on a 401. A fake clock: no waiting.
 TEST(ApiClientTokenTest, ATokenFileIsReadAgainEveryMinuteAndOnA401) {
   EXPECT_EQ(ClientOptions{}.token_reread, seconds(60));
-  char tmpl[] = "/tmp/tocsin-token-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
+  ::tocsin::testing::ScopedTempDir tmp("token-test");
+  const std::string& dir = tmp.path();
   auto rotate = [&](const std::string& token) {
     std::ofstream(dir + "/token.new") << token << "\n";
     fs::rename(dir + "/token.new", dir + "/token");  // as the kubelet swaps its symlink
@@ -82,8 +84,8 @@ TEST(ApiClientTokenTest, ATokenFileIsReadAgainEveryMinuteAndOnA401) {
   options.attempts = 1;
   options.steady_now = [now] { return std::chrono::steady_clock::time_point(seconds(*now)); };
   auto client = ApiClient::Create(access, options);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  ASSERT_TRUE((*client)->Get("/api/v1/nodes/n").ok());
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Get("/api/v1/nodes/n"));
   EXPECT_EQ(server.unauthorized(), 0);
 
   // Rotated, and a minute later: read again before the request.
@@ -91,7 +93,7 @@ TEST(ApiClientTokenTest, ATokenFileIsReadAgainEveryMinuteAndOnA401) {
   server.Accept("second");
   *now = 60;
   auto after_a_minute = (*client)->Get("/api/v1/nodes/n");
-  EXPECT_TRUE(after_a_minute.ok()) << after_a_minute.status().ToString();
+  EXPECT_OK(after_a_minute);
   EXPECT_EQ(server.unauthorized(), 0) << "the old token was sent a minute after its read";
 
   // Rotated again, before the minute is up: the server's 401 makes the client read it again.
@@ -99,7 +101,7 @@ TEST(ApiClientTokenTest, ATokenFileIsReadAgainEveryMinuteAndOnA401) {
   server.Accept("third");
   *now = 119;
   auto on_401 = (*client)->Get("/api/v1/nodes/n");
-  EXPECT_TRUE(on_401.ok()) << on_401.status().ToString();
+  EXPECT_OK(on_401);
   EXPECT_EQ(server.unauthorized(), 1);
 
   // Within the minute and without a 401, the file is not read again (the request would fail
@@ -108,7 +110,6 @@ TEST(ApiClientTokenTest, ATokenFileIsReadAgainEveryMinuteAndOnA401) {
   *now = 150;
   EXPECT_TRUE((*client)->Get("/api/v1/nodes/n").ok());
   EXPECT_EQ(server.unauthorized(), 1);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::k8s {
 namespace {
 
@@ -16,7 +18,7 @@ TEST(DecodeTest, ListWithMixedKindsAndOmittedCounters) {
     {"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"x":"y"}},
      "status":{"allocatable":{"rdma/a":"4","cpu":8}}}]})",
                          "snap.json", s);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(s.daemonsets.size(), 1u);
   EXPECT_EQ(s.daemonsets[0].ready, 1);
   EXPECT_EQ(s.daemonsets[0].available, 0);  // omitempty
@@ -41,7 +43,7 @@ TEST(DecodeTest, CanaryPodFieldsAndTerminationMessagesOfCanariesOnly) {
      "status":{"containerStatuses":[{"name":"x","state":{"terminated":{"exitCode":0,
        "message":"not kept"}}}]}}]})";
   Status st = DecodeJson(pods, "pods.json", s);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(s.pods.size(), 2u);
   const Pod& c = s.pods[0];
   EXPECT_EQ(c.labels.at("tocsin.io/canary-rank"), "0");
@@ -74,7 +76,7 @@ TEST(DecodeTest, DevicePluginConfigMapsAndArgs) {
     {"kind":"ConfigMap","metadata":{"name":"sriovdp-config","namespace":"kube-system"},
      "data":{"config.json":"{\"resourceList\":[]}","README":"not a config"}}]})",
                          "snap.json", s);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(s.daemonsets.size(), 1u);
   EXPECT_EQ(s.daemonsets[0].config_maps, std::vector<std::string>{"sriovdp-config"});
   EXPECT_EQ(s.daemonsets[0].args,

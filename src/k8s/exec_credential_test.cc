@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::k8s {
 namespace {
 
@@ -23,7 +25,7 @@ TEST(ExecCredentialTest, TokenWithExpiry) {
       R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{},
           "status":{"token":"k8s-aws-v1.abc","expirationTimestamp":"2026-11-29T01:00:00Z"}})",
       kV1, "aws");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_EQ(c->token, "k8s-aws-v1.abc");
   ASSERT_TRUE(c->expires.has_value());
   EXPECT_EQ(FormatRfc3339(*c->expires), "2026-11-29T01:00:00Z");
@@ -67,7 +69,7 @@ TEST(ExecCredentialTest, RunsThePluginWithExecInfo) {
   ClusterAccess cluster;
   cluster.server = "https://s";
   auto c = RunExecPlugin(exec, cluster, std::chrono::seconds(10));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_EQ(c->token, "from-plugin");
 }
 

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
 namespace tocsin::k8s {
 namespace {
 
@@ -13,18 +16,11 @@ namespace fs = std::filesystem;
 
 class KubeconfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tocsin-kubeconfig-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
-    std::string path = dir_ + "/" + name;
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path) << text;
-    return path;
+    return tmp_.Write(name, text);
   }
-  std::string dir_;
+  ::tocsin::testing::ScopedTempDir tmp_{"kubeconfig"};
+  const std::string& dir_ = tmp_.path();
 };
 
 // "-----BEGIN CERTIFICATE-----\nCA\n" in base64.
@@ -49,7 +45,7 @@ users:
     token: abc.def
 )");
   auto a = LoadKubeconfig({path}, "");
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_OK(a);
   EXPECT_EQ(a->server, "https://10.0.0.1:6443");
   EXPECT_EQ(a->context, "prod");
   EXPECT_EQ(a->ca_pem, "-----BEGIN CERTIFICATE-----\nCA\n");
@@ -74,7 +70,7 @@ users:
   user: {client-certificate: certs/client.pem, client-key: certs/client-key.pem}
 )");
   auto a = LoadKubeconfig({path}, "");
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_OK(a);
   EXPECT_EQ(a->ca_pem, "CA-PEM");
   EXPECT_EQ(a->client_cert_pem, "CERT-PEM");
   EXPECT_EQ(a->client_key_pem, "KEY-PEM");
@@ -98,7 +94,7 @@ users:
       interactiveMode: Never
 )");
   auto a = LoadKubeconfig({path}, "");
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_OK(a);
   ASSERT_TRUE(a->exec.has_value());
   EXPECT_EQ(a->exec->command, "aws");  // a bare name is looked up in PATH, not made relative
   EXPECT_EQ(a->exec->args.size(), 4u);
@@ -121,7 +117,7 @@ contexts:
 - {name: two, context: {cluster: d}}
 )");
   auto r = LoadKubeconfig({a, b}, "");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->server, "https://first");
   auto two = LoadKubeconfig({b, a}, "");
   ASSERT_TRUE(two.ok());
@@ -179,7 +175,7 @@ TEST_F(KubeconfigTest, InClusterServiceAccount) {
   Write("sa/ca.crt", "CLUSTER-CA");
   Write("sa/token", "sa-token\n");
   auto a = LoadInCluster("10.96.0.1", "443", dir_ + "/sa");
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_OK(a);
   EXPECT_EQ(a->server, "https://10.96.0.1:443");
   EXPECT_EQ(a->ca_pem, "CLUSTER-CA");
   EXPECT_EQ(a->token_file, dir_ + "/sa/token");

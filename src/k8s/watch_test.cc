@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::k8s {
 namespace {
 
@@ -12,7 +14,7 @@ TEST(WatchEventTest, AddedPodIsDecodedWithItsVersion) {
       R"("namespace":"ns","uid":"u1","resourceVersion":"1234"},"spec":{"nodeName":"n1",)"
       R"("containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running"}}})",
       "Pod", "watch pods", ev);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(ev.type, WatchEvent::Type::kAdded);
   EXPECT_EQ(ev.resource_version, "1234");
   ASSERT_EQ(ev.object.pods.size(), 1u);

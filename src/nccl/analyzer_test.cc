@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "nccl/analyzer_testing.h"
 #include "nccl/log_line.h"
+#include "testing/findings.h"
 
 namespace tocsin::nccl {
 namespace {
@@ -46,11 +47,7 @@ const Process* Find(const Analyzer& a, const std::string& host, int64_t pid) {
 }
 
 std::vector<Finding> FindingsOf(const Analyzer& a, const std::string& check) {
-  std::vector<Finding> out;
-  for (auto& f : a.Findings()) {
-    if (f.check == check) out.push_back(f);
-  }
-  return out;
+  return ::tocsin::testing::FindingsOf(a.Findings(), check);
 }
 
 // NCCL prints the bare version line from ncclCommInitRank when myrank == 0, before that rank's

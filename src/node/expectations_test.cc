@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::node {
 namespace {
 
@@ -13,7 +15,7 @@ TEST(ProfileTest, ParsesAllKeys) {
       "expect-gpus: 8\n"
       "expect-mount: [/mnt/lustre:lustre, /scratch]\n",
       "p.yaml");
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_OK(e);
   EXPECT_EQ(e->rdma.active_ports, 8);
   EXPECT_EQ(e->rdma.min_rate_gbps, 400);
   EXPECT_EQ(e->rdma.link_layer, "InfiniBand");

@@ -2,8 +2,8 @@
 // floods of junk, and a joined rank that sends what the protocol does not allow.
 #include "ranks/coordinator.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ranks/world_testing.h"
+#include "testing/status_matchers.h"
 #include "tocsin/version.h"
 
 namespace tocsin::ranks {
@@ -28,9 +29,9 @@ void ExpectRankOneJoins(Job& job) {
   job.worlds.push_back(MustConnect(Options(1, 2, job.coordinator)));
   auto j1 = std::async(std::launch::async, [&] { return job.worlds[1]->Join("a1"); });
   auto j0 = job.worlds[0]->Join("a0");
-  EXPECT_TRUE(j0.ok()) << j0.status().ToString();
+  EXPECT_OK(j0);
   auto r1 = j1.get();
-  EXPECT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_OK(r1);
 }
 
 TEST(CoordinatorTest, IdleOneByteConnectionsDoNotKeepARankOut) {
@@ -87,7 +88,7 @@ TEST(CoordinatorTest, AHugePreAuthFrameIsRefusedAtOnceWithoutMemoryGrowth) {
     ASSERT_TRUE(WriteAll(fd.get(), header, 4, DeadlineIn(2s), "test").ok());
     ASSERT_TRUE(WriteAll(fd.get(), std::string(1000, '{').data(), 1000, DeadlineIn(2s), "t").ok());
     auto answer = ReadFrame(fd.get(), DeadlineIn(2s), "test");
-    ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+    ASSERT_OK(answer);
     EXPECT_NE(answer->find("refused: not a tocsin rank"), std::string::npos) << *answer;
   }
   EXPECT_LT(MemoryKb("VmHWM") - before, 16 << 10) << "peak grew by more than 16 MiB";
@@ -154,7 +155,7 @@ TEST(CoordinatorTest, NothingIsRevealedBeforeTheTokenMatches) {
   Fd fd = Dial(job.coordinator);
   ASSERT_TRUE(WriteFrame(fd.get(), EncodeHello(h), DeadlineIn(2s), "test").ok());
   auto answer = ReadFrame(fd.get(), DeadlineIn(2s), "test");
-  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  ASSERT_OK(answer);
   EXPECT_NE(answer->find("not authenticated"), std::string::npos) << *answer;
   for (const std::string& secret : {std::string(kVersion), std::string("allreduce"),
                                     std::string("world size"), std::string("\"t\"")}) {
@@ -232,7 +233,7 @@ TEST(CoordinatorTest, TheRosterCarriesAPerRunSecret) {
 TEST(CoordinatorTest, RankZeroListensOnTheCoordinatorAddressOnly) {
   // 127.0.0.2 is this host but not 127.0.0.1: a listener on every interface answers both.
   auto w0 = World::Connect(Options(0, 2, "127.0.0.2:0", 1s));
-  ASSERT_TRUE(w0.ok()) << w0.status().ToString();
+  ASSERT_OK(w0);
   auto hp = SplitHostPort((*w0)->options().coordinator);
   ASSERT_TRUE(hp.ok());
   auto other = ConnectRetry("127.0.0.1", hp->second, DeadlineIn(100ms));

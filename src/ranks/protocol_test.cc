@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::ranks {
 namespace {
 
@@ -36,7 +38,7 @@ TEST(FrameReaderTest, AnOversizedHeaderIsRefusedBeforeAnythingIsAllocated) {
 TEST(ProtocolTest, HelloRoundTripsAndEveryFieldIsChecked) {
   Hello h{"1.2.3", "tok", 2, 4, "params", "node-c", "10.0.0.3:4242"};
   auto back = DecodeHello(EncodeHello(h));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(back->token, "tok");
   EXPECT_EQ(back->rank, 2);
   EXPECT_EQ(back->address, "10.0.0.3:4242");
@@ -68,7 +70,7 @@ TEST(ProtocolTest, NodeNamesAreDnsSubdomainsElseDroppedAndMarked) {
                          std::string(63, 'c') + "." + std::string(61, 'd')));  // 253
   Hello h{"1", "t", 1, 2, "p", "host", "", "node-b"};
   auto back = DecodeHello(EncodeHello(h));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(back->node, "node-b");
   EXPECT_FALSE(back->node_dropped);
   // Not a reason to refuse the rank: the name is dropped, and that is counted.
@@ -88,7 +90,7 @@ TEST(ProtocolTest, NodeNamesAreDnsSubdomainsElseDroppedAndMarked) {
   std::vector<Peer> peers = {{0, "a", "ip", "x:1", "n0", false}, {1, "b", "ip", "x:2", "", true}};
   std::string secret;
   auto roster = DecodeRoster(EncodeRoster(peers, "s"), 2, secret);
-  ASSERT_TRUE(roster.ok()) << roster.status().ToString();
+  ASSERT_OK(roster);
   EXPECT_EQ((*roster)[0].node, "n0");
   EXPECT_TRUE((*roster)[1].node_dropped);
 }
@@ -122,7 +124,7 @@ TEST(ProtocolTest, RosterAndGatheredMustMatchTheWorld) {
   std::vector<Peer> peers = {{0, "a", "10.0.0.1", "10.0.0.1:1"}, {1, "b", "10.0.0.2", "x:2"}};
   std::string secret;
   auto back = DecodeRoster(EncodeRoster(peers, "s3cret"), 2, secret);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(secret, "s3cret");
   EXPECT_EQ((*back)[1].address, "x:2");
   EXPECT_FALSE(DecodeRoster(EncodeRoster(peers, "s"), 3, secret).ok());

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "ranks/world_testing.h"
+#include "testing/status_matchers.h"
 
 namespace tocsin::ranks {
 namespace {
@@ -19,7 +20,7 @@ TEST(WorldTest, JoinGatherLeave) {
   Job job(3);
   for (int r = 1; r < 3; ++r) {
     auto w = World::Connect(Options(r, 3, job.coordinator));
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_OK(w);
     job.worlds.push_back(std::move(*w));
   }
   std::vector<std::future<Result<std::vector<Peer>>>> joins;
@@ -29,7 +30,7 @@ TEST(WorldTest, JoinGatherLeave) {
   }
   for (int r = 0; r < 3; ++r) {
     auto peers = joins[r].get();
-    ASSERT_TRUE(peers.ok()) << peers.status().ToString();
+    ASSERT_OK(peers);
     ASSERT_EQ(peers->size(), 3u);
     EXPECT_EQ((*peers)[2].address, "addr-2");
     EXPECT_EQ((*peers)[1].ip, "127.0.0.1");
@@ -42,7 +43,7 @@ TEST(WorldTest, JoinGatherLeave) {
   }
   for (auto& g : gathers) {
     auto all = g.get();
-    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    ASSERT_OK(all);
     EXPECT_EQ(*all, (std::vector<std::string>{"v0", "v10", "v20"}));
   }
   for (int r = 2; r >= 0; --r) job.worlds[r]->Leave();

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::storage {
 namespace {
 
 TEST(LustreTest, SourceWithFailoverAndMultirailNids) {
   auto s = ParseLustreSource("10.0.0.1@o2ib,10.1.0.1@tcp:10.0.0.2@o2ib:/testfs/sub/dir");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(s->fsname, "testfs");
   EXPECT_EQ(s->subdir, "/sub/dir");
   ASSERT_EQ(s->mgs_nodes.size(), 2u);
@@ -45,7 +47,7 @@ constexpr const char* kImport =
 
 TEST(LustreTest, Import) {
   auto i = ParseLustreImport(kImport);
-  ASSERT_TRUE(i.ok()) << i.status().ToString();
+  ASSERT_OK(i);
   EXPECT_EQ(i->name, "testfs-OST0001-osc-ffff8c5a4b6e9000");
   EXPECT_EQ(i->target, "testfs-OST0001_UUID");
   EXPECT_EQ(i->state, "EVICTED");
@@ -77,7 +79,7 @@ TEST(LustreTest, StateHistoryGivesOnset) {
       " - [ 1764300000, DISCONN ]\n"
       " - [ 1764300005, CONNECTING ]\n"
       " - [ 1764300010, EVICTED ]\n");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(s->history.size(), 5u);
   EXPECT_EQ(UnhealthySince(*s), 1764300000);
   auto healthy = ParseLustreState("current_state: IDLE\nstate_history:\n - [ 1, FULL ]\n");
@@ -104,7 +106,7 @@ TEST(LustreTest, StatsAcrossVersions) {
       "read_bytes                1024 samples [bytes] 4096 1048576 536870912 281474976710656\n"
       "open                      12 samples [usec] 15 230 910 120000\n"
       "getattr                   40 samples [regs]\n");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   EXPECT_DOUBLE_EQ(*s->snapshot_time, 1754000000.123456789);
   ASSERT_EQ(s->counters.size(), 3u);
   EXPECT_EQ(s->counters[0].sum, 536870912u);

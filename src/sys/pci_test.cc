@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin {
 namespace {
 
 PciLocation Loc(const std::string& path, int numa) {
   auto r = ParsePciDevicePath(path);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_OK(r);
   PciLocation l = r.value_or(PciLocation{});
   l.numa_node = numa;
   return l;

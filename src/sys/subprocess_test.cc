@@ -5,12 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testing/status_matchers.h"
+
 namespace tocsin::sys {
 namespace {
 
 TEST(SubprocessTest, CapturesOutputAndExitCode) {
   auto r = RunProcess({"sh", "-c", "echo out; echo err >&2; exit 3"});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_EQ(r->out, "out\n");
   EXPECT_EQ(r->err, "err\n");

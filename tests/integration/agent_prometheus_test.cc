@@ -13,6 +13,7 @@
 
 #include "agent_process.h"
 #include "run_binary.h"
+#include "testing/skip.h"
 
 namespace tocsin {
 namespace {
@@ -35,7 +36,7 @@ class AgentPrometheusTest : public ::testing::Test {
     RunResult up = RunBinary("bash", {script_, "up", prefix_});
     if (up.exit_code != 0) {
       RunBinary("bash", {script_, "down", prefix_});
-      GTEST_SKIP() << "cannot make network namespaces here: " << up.err;
+      TOCSIN_SKIP() << "cannot make network namespaces here: " << up.err;
     }
     ready_ = true;
     dir_ = TempDir("agent-prom");

@@ -13,6 +13,8 @@
 
 #include "bench/verdict.h"
 #include "run_binary.h"
+#include "testing/skip.h"
+#include "testing/status_matchers.h"
 
 namespace tocsin {
 namespace {
@@ -322,7 +324,7 @@ TEST(BenchNetCliTest, ANodeNameThatIsNotOneIsDroppedAndCounted) {
   EXPECT_TRUE(r.report["inventory"]["ranks"][1]["node"].is_null()) << r.report.dump(1);
   EXPECT_EQ(r.report["inventory"]["ranks"][1]["node_dropped"], true);
   auto v = bench::DecodeVerdict(ReadFile(file));
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_OK(v);
   ASSERT_EQ(v->ranks.size(), 2u);
   EXPECT_EQ(v->ranks[0].node, "");
   EXPECT_EQ(v->ranks[1].node, "");
@@ -355,7 +357,7 @@ TEST(BenchNetCliTest, ARefusalAndAUsageErrorWriteTheirVerdicts) {
                                                  file}));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   auto v = bench::DecodeVerdict(ReadFile(file));
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_OK(v);
   EXPECT_EQ(v->exit, 2);
   EXPECT_NE(v->error.find("-b: not a size"), std::string::npos) << v->error;
   // A path that cannot be written is an input error, said on stderr.
@@ -378,7 +380,7 @@ class NetnsTest : public ::testing::Test {
     RunResult up = RunBinary("bash", {script_, "up", prefix_});
     if (up.exit_code != 0) {
       RunBinary("bash", {script_, "down", prefix_});
-      GTEST_SKIP() << "cannot make network namespaces here: " << up.err;
+      TOCSIN_SKIP() << "cannot make network namespaces here: " << up.err;
     }
     ready_ = true;
   }

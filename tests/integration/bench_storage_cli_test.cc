@@ -15,6 +15,7 @@
 
 #include "run_binary.h"
 #include "slowfs.h"
+#include "testing/skip.h"
 
 namespace tocsin {
 namespace {
@@ -124,7 +125,7 @@ TEST(BenchStorageCliTest, AddedLatencyShowsInThePercentiles) {
   double base = 0;
   {
     SlowFs plain("");
-    if (!plain.ok()) GTEST_SKIP() << "FUSE is not available here";
+    if (!plain.ok()) TOCSIN_SKIP() << "FUSE is not available here";
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--path", plain.path()});
     JsonRun r = RunTocsinJson(a);
@@ -146,7 +147,7 @@ TEST(BenchStorageCliTest, AddedLatencyShowsInThePercentiles) {
 
 TEST(BenchStorageCliTest, HungFilesystemIsATimeoutAndTheCommandExits) {
   SlowFs hung("hang_after_writes=3");
-  if (!hung.ok()) GTEST_SKIP() << "FUSE is not available here";
+  if (!hung.ok()) TOCSIN_SKIP() << "FUSE is not available here";
   auto start = SteadyClock::now();
   RunResult r = RunBinary(
       TOCSIN_BINARY, {"bench", "storage", "--path", hung.path(), "--phase", "write", "--size", "4M",
@@ -171,7 +172,7 @@ TEST(BenchStorageCliTest, HungFilesystemIsATimeoutAndTheCommandExits) {
 
 TEST(BenchStorageCliTest, CtrlCStopsCleansUpAndReports) {
   SlowFs slow("latency_us=20000");  // 20 ms per operation: the run is still going when we stop it
-  if (!slow.ok()) GTEST_SKIP() << "FUSE is not available here";
+  if (!slow.ok()) TOCSIN_SKIP() << "FUSE is not available here";
   Process p({TOCSIN_BINARY, "bench", "storage", "--path", slow.path(), "--phase", "write",
              "--phase", "meta", "--size", "4M", "--block", "64K", "--files", "500", "-o", "json"});
   // Wait (at most 20 s) until the probe's folder exists, then interrupt it as Ctrl-C does.

@@ -78,6 +78,8 @@ TEST(CliUsageTest, NumberFlagsRefuseNanInfHugeAndSubMillisecond) {
 TEST(CliUsageTest, BadFlagsExitTwoAndNameTheFlag) {
   RunResult none = Tocsin({});
   EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("A subcommand is required"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("--help"), std::string::npos) << none.err;
   RunResult unknown = Tocsin({"node", "--frobnicate"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("--frobnicate"), std::string::npos);
@@ -135,12 +137,23 @@ TEST(CliUsageTest, BadProfileExitsTwoNamingKeyAndFile) {
   EXPECT_NE(missing.err.find("/nope.yaml"), std::string::npos);
 }
 
+// The profile applies, and a flag wins over its key: the 8-GPU, 400 Gb/s node against a profile
+// that wants 16 GPUs and 800 Gb/s, with --expect-gpus 8 given.
 TEST(CliUsageTest, FlagsOverrideTheProfile) {
-  std::string path = TempFile("expect-gpus: 16\nexpect-rate: 400\n");
-  RunResult r =
-      Tocsin({"node", "--root", kHealthy, "--profile", path, "--expect-gpus", "8", "-o", "json"});
+  std::string path = TempFile("expect-gpus: 16\nexpect-rate: 800\n");
+  testing::JsonRun r = testing::RunTocsinJson(
+      {"node", "--root", kHealthy, "--profile", path, "--expect-gpus", "8", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.report.dump(2);
+  EXPECT_TRUE(testing::FindingsOf(r.report, "gpu.count").empty()) << "the flag did not win";
+  auto rate = testing::FindingsOf(r.report, "rdma.port.rate");
+  ASSERT_FALSE(rate.empty()) << "the profile's expect-rate was not applied";
+  for (const auto& f : rate) EXPECT_EQ(f["evidence"]["expected_min_gbps"], 800) << f.dump();
+  // And with both overridden, the node meets them.
+  r = testing::RunTocsinJson({"node", "--root", kHealthy, "--profile", path, "--expect-gpus", "8",
+                              "--expect-rate", "400", "-o", "json"});
   ::unlink(path.c_str());
-  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.report.dump(2);
+  EXPECT_TRUE(testing::FindingsOf(r.report, "rdma.port.rate").empty());
 }
 
 TEST(CliUsageTest, TableOutputIsTheDefault) {

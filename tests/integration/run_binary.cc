@@ -61,13 +61,6 @@ std::string ProgressCells(const std::vector<std::string>& cells) {
   return out;
 }
 
-std::string TempDir(const char* name) {
-  std::string tmpl = std::string("/tmp/tocsin-") + name + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  return mkdtemp(buf.data());
-}
-
 Process::Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                  const std::string& stdin_path) {
   char out_path[] = "/tmp/tocsin-proc-out-XXXXXX";

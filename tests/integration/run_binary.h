@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "testing/temp_dir.h"  // TempDir, ScopedTempDir
+
 namespace tocsin::testing {
 
 struct RunResult {
@@ -65,9 +67,6 @@ class Server {
 
 // Progress rows (table output): `cells` right-aligned in 12 columns each, as bench prints them.
 std::string ProgressCells(const std::vector<std::string>& cells);
-
-// A new empty folder /tmp/tocsin-<name>-XXXXXX.
-std::string TempDir(const char* name);
 
 // A `tocsin ... -o json` run: its exit code and report.
 struct JsonRun {

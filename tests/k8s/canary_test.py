@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import SOURCE, ApiError, ClusterTestCase  # noqa: E402
+from cluster import SOURCE, ApiError, ClusterTestCase, skip  # noqa: E402
 from controller_process import ControllerProcess  # noqa: E402
 
 NS = "tocsin"
@@ -34,8 +34,8 @@ class CanaryTest(ClusterTestCase):
         super().setUpClass()
         c = cls.cluster
         if os.geteuid() != 0:
-            raise unittest.SkipTest("not root: the test kubelet runs no node network namespaces and "
-                                    "no termination-message files, so no canary can run")
+            skip("not root: the test kubelet runs no node network namespaces and "
+                 "no termination-message files, so no canary can run")
         cls.tmp = tempfile.mkdtemp(prefix="tocsin-canary-")
         if c.kubectl("get", "namespace", NS, check=False).returncode != 0:
             c.kubectl("create", "namespace", NS)
