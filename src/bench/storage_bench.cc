@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/harness.h"
 #include "bench/payloads.h"
 #include "bench/results.h"
 #include "storage/mounts.h"
@@ -225,9 +226,7 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
   if (Status st = ValidateStorageBench(o); !st.ok()) return st;
   StorageBenchResult out;
   Report& report = out.report;
-  report.command = "bench storage";
-  report.host = ranks::Hostname();
-  report.generated_at = Clock::now();
+  report = BenchReport("bench storage", ranks::Hostname());
   int rank = o.distributed ? o.world.rank : 0;
   // The probe's own folder: an unpredictable name made atomically (mkdtemp, mode 0700), so that
   // nobody can plant a link or a folder there beforehand.
@@ -306,8 +305,8 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     if (!w.ok()) {
       if (o.on_rendezvous) o.on_rendezvous("");
       cleanup(probe);
-      report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",
-                                 w.status().message(), std::nullopt, json::object()});
+      report.findings.push_back(
+          RankFailedFinding("storage.rank.failed", w.status().message(), rank));
       return out;
     }
     world = std::move(*w);
@@ -316,9 +315,8 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     if (o.on_rendezvous) o.on_rendezvous("");
     if (!p.ok()) {
       cleanup(probe);
-      report.findings.push_back({"storage.rank.failed", Severity::kCritical,
-                                 world->aborted_by().empty() ? "job" : world->aborted_by(),
-                                 p.status().message(), std::nullopt, json::object()});
+      report.findings.push_back(RankFailedFinding("storage.rank.failed", p.status().message(),
+                                                  rank, world->aborted_by()));
       return out;
     }
     peers = *p;
@@ -335,9 +333,8 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
   for (const auto& phase : phases) {
     if (world) {
       if (Status st = world->Barrier(); !st.ok()) {
-        report.findings.push_back({"storage.rank.failed", Severity::kCritical,
-                                   world->aborted_by().empty() ? "job" : world->aborted_by(),
-                                   st.message(), std::nullopt, json::object()});
+        report.findings.push_back(RankFailedFinding("storage.rank.failed", st.message(), rank,
+                                                    world->aborted_by()));
         break;
       }
     }
@@ -385,6 +382,10 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
   } else {
     note_left(run_dir, "LEFT BEHIND");  // on a hung filesystem unlink would hang too
   }
+  if (world) {
+    report.tables.push_back(
+        SetupTable(peers, fmt::format("{} ranks, one shared path: {}", peers.size(), o.path)));
+  }
   report.tables.push_back({"FILESYSTEM",
                            {"PATH", "TYPE", "MOUNT", "SOURCE", "STRIPING"},
                            {{o.path, fs->type, fs->mount_point, fs->source, fs->striping}},
@@ -406,13 +407,14 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
                         {"direct", po.direct},
                         {"shared_file", po.shared_file}}},
                       {"phases", phases_json}};
+  if (world) report.inventory["ranks"] = RanksJson(peers);
   if (!left_behind.empty()) report.inventory["left_behind"] = left_behind;
   AddThresholdFindings(o, results, o.path, report);
   if (world && !out.hung && !out.interrupted && results.size() == phases.size()) {
     auto all = world->AllGather(MaybeCorrupt(rank, EncodePhases(ranks::Hostname(), results)));
     if (!all.ok()) {
-      report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",
-                                 all.status().message(), std::nullopt, json::object()});
+      report.findings.push_back(
+          RankFailedFinding("storage.rank.failed", all.status().message(), rank));
       return out;
     }
     // Aggregate: bytes of every node over the slowest node's time (the phases start together).
@@ -424,8 +426,8 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
         std::string reason =
             peers[r].Name() + " sent malformed results: " + decoded.status().message();
         world->Abort(reason);
-        report.findings.push_back({"storage.rank.failed", Severity::kCritical, peers[r].Name(),
-                                   reason, std::nullopt, {{"reported_by_rank", rank}}});
+        report.findings.push_back(
+            RankFailedFinding("storage.rank.failed", reason, rank, peers[r].Name()));
         return out;
       }
       nodes.push_back(std::move(*decoded));
@@ -461,19 +463,16 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
       }
     }
     for (const auto& [phase, values] : by_phase) {
-      double median = Median(values);
-      if (values.size() < 3) continue;  // a median of two says nothing about a straggler
-      for (size_t r = 0; r < values.size(); ++r) {
-        if (values[r] < o.straggler_ratio * median) {
-          report.findings.push_back(
-              {"storage.node.slow",
-               Severity::kWarning,
-               peers[r].Name(),
-               fmt::format("{} {:.3f} GB/s is under {:.0f}% of the median node ({:.3f} GB/s)",
-                           phase, values[r], o.straggler_ratio * 100, median),
-               std::nullopt,
-               {{"phase", phase}, {"gbps", values[r]}, {"median_gbps", median}}});
-        }
+      Stragglers stragglers = FindStragglers(values, o.straggler_ratio);
+      for (size_t r : stragglers.slow) {
+        report.findings.push_back(
+            {"storage.node.slow",
+             Severity::kWarning,
+             peers[r].Name(),
+             fmt::format("{} {:.3f} GB/s is under {:.0f}% of the median node ({:.3f} GB/s)",
+                         phase, values[r], o.straggler_ratio * 100, stragglers.median),
+             std::nullopt,
+             {{"phase", phase}, {"gbps", values[r]}, {"median_gbps", stragglers.median}}});
       }
     }
     report.tables.push_back(per_node);
