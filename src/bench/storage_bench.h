@@ -39,9 +39,6 @@ struct StorageBenchResult {
   bool interrupted = false;
 };
 
-// The statfs magic's filesystem name ("lustre", "nfs", "ext4/ext3/ext2", ...), or hex.
-std::string FsTypeName(uint64_t magic);
-
 // Checks `--path` and the options; InvalidArgument names what is wrong.
 Status ValidateStorageBench(const StorageBenchOptions& options);
 

@@ -28,12 +28,6 @@ TEST(LatencyTest, NearestRankPercentiles) {
   EXPECT_EQ(ComputePercentiles(none).count, 0u);
 }
 
-TEST(StorageBenchTest, FsTypeNames) {
-  EXPECT_EQ(FsTypeName(0x0BD00BD0), "lustre");
-  EXPECT_EQ(FsTypeName(0x01021994), "tmpfs");
-  EXPECT_EQ(FsTypeName(0x12345678), "0x12345678");
-}
-
 class ProbeTest : public ::testing::Test {
  protected:
   void SetUp() override {
