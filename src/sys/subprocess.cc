@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -147,6 +149,15 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   }
   result.exit_code = WaitStatusToCode(status);
   return result;
+}
+
+Result<pid_t> ForkCall(const std::function<int()>& child_main) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return Status::IoError("fork: " + std::string(strerror(errno)));
+  if (pid == 0) std::_Exit(child_main());
+  return pid;
 }
 
 }  // namespace tocsin::sys

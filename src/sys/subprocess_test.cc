@@ -1,6 +1,7 @@
 #include "sys/subprocess.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 namespace tocsin::sys {
 namespace {
@@ -44,6 +45,15 @@ TEST(SubprocessTest, OversizedOutputIsAnError) {
   auto r = RunProcess({"sh", "-c", "head -c 100000 /dev/zero"}, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("more than 1000 bytes"), std::string::npos);
+}
+
+TEST(SubprocessTest, ForkCallEndsWithWhatTheChildReturns) {
+  auto pid = ForkCall([] { return 5; });
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
 }
 
 }  // namespace
