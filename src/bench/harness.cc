@@ -14,8 +14,8 @@ Stragglers FindStragglers(const std::vector<double>& values, double ratio) {
   return out;
 }
 
-Finding RankFailedFinding(const std::string& check, const std::string& reason,
-                          int reported_by_rank, const std::string& culprit) {
+Finding RankFailedFinding(const std::string& check, const std::string& reason, int reported_by_rank,
+                          const std::string& culprit) {
   return {.check = check,
           .severity = Severity::kCritical,
           .subject = culprit.empty() ? "job" : culprit,

@@ -26,8 +26,8 @@ Stragglers FindStragglers(const std::vector<double>& values, double ratio);
 // A rank failed, went away, hung or sent malformed results: `check` is the benchmark's
 // "<bench>.rank.failed" id; `culprit` the rank to blame ("" when unknown: the subject is "job");
 // `reported_by_rank` the rank that writes this report.
-Finding RankFailedFinding(const std::string& check, const std::string& reason,
-                          int reported_by_rank, const std::string& culprit = "");
+Finding RankFailedFinding(const std::string& check, const std::string& reason, int reported_by_rank,
+                          const std::string& culprit = "");
 
 // A benchmark's report before anything is measured: command, host and time.
 Report BenchReport(const std::string& command, const std::string& host);

@@ -363,8 +363,9 @@ Status ValidateNetBench(const NetBenchOptions& o) {
   return ranks::Validate(o.world);
 }
 
-Result<Report> RunNetBench(const NetBenchOptions& o) {
-  if (Status st = ValidateNetBench(o); !st.ok()) return st;
+namespace {
+
+Result<Report> RunAndReport(const NetBenchOptions& o) {
   Report report = BenchReport("bench net", "");
   std::string me = "rank " + std::to_string(o.world.rank);
   auto refuse = [&](const TransportInfo& info) {
@@ -487,6 +488,15 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   }
   w.Leave();
   FillReport(outcome, o.min_busbw, o.straggler_ratio, report);
+  return report;
+}
+
+}  // namespace
+
+Result<Report> RunNetBench(const NetBenchOptions& o) {
+  TOCSIN_RETURN_IF_ERROR(ValidateNetBench(o));
+  auto report = RunAndReport(o);
+  if (report.ok()) SortFindings(report->findings);
   return report;
 }
 

@@ -53,7 +53,8 @@ Status MakeRunDir(const std::string& path, const std::string& run_template, std:
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     return Status::InvalidArgument("--path " + path + ": " + strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("--path " + path + " is not a directory");
+  if (!S_ISDIR(st.st_mode))
+    return Status::InvalidArgument("--path " + path + " is not a directory");
   if (access(path.c_str(), W_OK) != 0) {
     return Status::InvalidArgument("--path " + path + " is not writable: " + strerror(errno));
   }
@@ -328,7 +329,9 @@ Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
     TOCSIN_RETURN_IF_ERROR(run.RunPhases());
     run.Finish();
   }
-  return run.Take();
+  StorageBenchResult out = run.Take();
+  SortFindings(out.report.findings);
+  return out;
 }
 
 }  // namespace tocsin::bench

@@ -42,6 +42,9 @@ struct StorageBenchResult {
 // Checks `--path` and the options; InvalidArgument names what is wrong.
 Status ValidateStorageBench(const StorageBenchOptions& options);
 
+// Runs this rank's probe (and, distributed, gathers every rank's results on every rank). Usage
+// errors and a failing probe are errors; a hung filesystem, a signal or a failed rank give a
+// report that says so. Findings are in SortFindings' order.
 Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& options);
 
 }  // namespace tocsin::bench

@@ -28,10 +28,9 @@ std::optional<double> GbpsOf(const std::vector<PhaseResult>& phases, const std::
 }  // namespace
 
 const std::vector<std::string>& PhaseColumns() {
-  static const std::vector<std::string> kColumns = {"PHASE",   "GB/s",    "IOPS",
-                                                    "OPS",     "p50(us)", "p90(us)",
-                                                    "p99(us)", "p99.9(us)", "max(us)",
-                                                    "WRONG"};
+  static const std::vector<std::string> kColumns = {"PHASE",   "GB/s",    "IOPS",    "OPS",
+                                                    "p50(us)", "p90(us)", "p99(us)", "p99.9(us)",
+                                                    "max(us)", "WRONG"};
   return kColumns;
 }
 

@@ -26,8 +26,8 @@ void AddThresholdFindings(const StorageBenchOptions& options,
 
 // This node's part: the FILESYSTEM and PHASES tables, the inventory (path, filesystem, the
 // probe's options, phases; it replaces what was there) and the threshold findings.
-void AddNodeResults(const StorageBenchOptions& options, const ProbeOptions& probe,
-                    const FsInfo& fs, const std::vector<PhaseResult>& phases, Report& report);
+void AddNodeResults(const StorageBenchOptions& options, const ProbeOptions& probe, const FsInfo& fs,
+                    const std::vector<PhaseResult>& phases, Report& report);
 
 // Every node's phases added up: bytes and operations of all, over the slowest node's time (the
 // phases start together). Every node has the same phases, in the same order.

@@ -25,8 +25,8 @@ std::vector<PhaseResult> Node(double write_s, double read_s) {
 std::vector<ranks::Peer> Peers(int n) {
   std::vector<ranks::Peer> peers;
   for (int r = 0; r < n; ++r) {
-    peers.push_back({r, "node-" + std::to_string(r), "10.0.0." + std::to_string(r + 1), "", "",
-                     false});
+    peers.push_back(
+        {r, "node-" + std::to_string(r), "10.0.0." + std::to_string(r + 1), "", "", false});
   }
   return peers;
 }
@@ -50,11 +50,11 @@ TEST(StorageResultsTest, ThresholdsAndWrongBlocks) {
   Report r;
   AddThresholdFindings(o, phases, "/mnt/lustre", r);
   std::multiset<std::string> checks;
-  for (const auto& f : r.findings) checks.insert(f.check + " " + f.evidence["phase"].get<std::string>());
-  EXPECT_EQ(checks, (std::multiset<std::string>{"storage.throughput.low write",
-                                                "storage.data.wrong read",
-                                                "storage.latency.high fsync",
-                                                "storage.latency.high meta"}));
+  for (const auto& f : r.findings)
+    checks.insert(f.check + " " + f.evidence["phase"].get<std::string>());
+  EXPECT_EQ(checks, (std::multiset<std::string>{
+                        "storage.throughput.low write", "storage.data.wrong read",
+                        "storage.latency.high fsync", "storage.latency.high meta"}));
 }
 
 TEST(StorageResultsTest, AggregateIsAllBytesOverTheSlowestNode) {
