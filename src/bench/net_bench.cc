@@ -11,6 +11,7 @@
 
 #include "base/strings.h"
 #include "bench/collectives.h"
+#include "bench/harness.h"
 #include "bench/payloads.h"
 #include "bench/results.h"
 #include "bench/transport.h"
@@ -298,13 +299,8 @@ std::string ParamsText(const NetBenchOptions& o) {
 
 // `culprit`: the rank the coordinator blamed ("" when unknown: the job).
 Report FailureReport(const std::string& reason, int rank, const std::string& culprit = "") {
-  Report report;
-  report.command = "bench net";
-  report.generated_at = Clock::now();
-  Finding f{
-      "net.rank.failed", Severity::kCritical,         culprit.empty() ? "job" : culprit, reason,
-      std::nullopt,      {{"reported_by_rank", rank}}};
-  report.findings.push_back(f);
+  Report report = BenchReport("bench net", "");
+  report.findings.push_back(RankFailedFinding("net.rank.failed", reason, rank, culprit));
   return report;
 }
 
@@ -367,11 +363,10 @@ Status ValidateNetBench(const NetBenchOptions& o) {
   return ranks::Validate(o.world);
 }
 
-Result<Report> RunNetBench(const NetBenchOptions& o) {
-  if (Status st = ValidateNetBench(o); !st.ok()) return st;
-  Report report;
-  report.command = "bench net";
-  report.generated_at = Clock::now();
+namespace {
+
+Result<Report> RunAndReport(const NetBenchOptions& o) {
+  Report report = BenchReport("bench net", "");
   std::string me = "rank " + std::to_string(o.world.rank);
   auto refuse = [&](const TransportInfo& info) {
     report.host = info.ip.empty() ? ranks::Hostname() : info.ip;
@@ -493,6 +488,15 @@ Result<Report> RunNetBench(const NetBenchOptions& o) {
   }
   w.Leave();
   FillReport(outcome, o.min_busbw, o.straggler_ratio, report);
+  return report;
+}
+
+}  // namespace
+
+Result<Report> RunNetBench(const NetBenchOptions& o) {
+  TOCSIN_RETURN_IF_ERROR(ValidateNetBench(o));
+  auto report = RunAndReport(o);
+  if (report.ok()) SortFindings(report->findings);
   return report;
 }
 

@@ -39,6 +39,7 @@ std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor);
 // Runs this rank's part of the benchmark. Every rank returns a report; rank 0's holds the
 // results of all ranks (the one to print). A rank that fails, goes away or hangs ends the run on
 // every rank with a `net.rank.failed` finding naming it. Usage errors are InvalidArgument.
+// Findings are in SortFindings' order.
 Result<Report> RunNetBench(const NetBenchOptions& options);
 
 // Checks the options without touching the network.

@@ -34,6 +34,23 @@ TEST(NetBenchTest, ValidationNamesTheFlag) {
   EXPECT_NE(ValidateNetBench(o).message().find("--transport"), std::string::npos);
 }
 
+TEST(NetBenchTest, FindingsComeSorted) {
+  NetBenchOptions o;
+  o.world.rank = 0;
+  o.world.world_size = 1;
+  o.world.coordinator = "127.0.0.1:0";
+  o.tests = {"allreduce", "allgather"};
+  o.min_bytes = o.max_bytes = 4096;
+  o.warmup = 0;
+  o.iters = 1;
+  o.min_busbw = 1e9;  // both fail: net.busbw.low about allreduce, then allgather
+  auto r = RunNetBench(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->findings.size(), 2u);
+  EXPECT_EQ(r->findings[0].subject, "allgather");
+  EXPECT_EQ(r->findings[1].subject, "allreduce");
+}
+
 TEST(NetBenchTest, RdmaProviders) {
   EXPECT_TRUE(IsRdmaProvider("verbs;ofi_rxm"));
   EXPECT_TRUE(IsRdmaProvider("efa"));

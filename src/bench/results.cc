@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "bench/latency.h"
+#include "bench/harness.h"
 
 namespace tocsin::bench {
 namespace {
@@ -77,19 +77,8 @@ nlohmann::json TransportJson(const TransportInfo& t) {
 
 void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio, Report& report) {
   int n = static_cast<int>(o.peers.size());
-  json ranks = json::array();
-  Table setup{"SETUP", {"RANK", "HOST", "IP"}, {}, {}};
-  for (const auto& p : o.peers) {
-    ranks.push_back({{"rank", p.rank},
-                     {"host", p.host},
-                     {"ip", p.ip},
-                     {"node", p.node.empty() ? json() : json(p.node)},
-                     {"node_dropped", p.node_dropped}});
-    setup.rows.push_back({std::to_string(p.rank), p.host, p.ip});
-  }
-  setup.notes.push_back("transport: " + o.transport.Describe() + "; " + std::to_string(n) +
-                        " ranks");
-  report.tables.push_back(setup);
+  report.tables.push_back(SetupTable(
+      o.peers, "transport: " + o.transport.Describe() + "; " + std::to_string(n) + " ranks"));
   json tests = json::object();
   for (const auto& t : o.tests) {
     Table table{fmt::format("{} (float32{}, busbw = algbw x {:.3f})", t.name,
@@ -139,12 +128,16 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
   if (!o.pairs.empty()) {
     std::vector<double> all;
     for (const auto& p : o.pairs) all.push_back(p.gbps());
-    double median = Median(all);
+    Stragglers stragglers = FindStragglers(all, straggler_ratio);
+    double median = stragglers.median;
     Table table{"P2P PAIRS (largest size; each direction measured alone)",
                 {"PAIR", "A->B(GB/s)", "B->A(GB/s)", "LATENCY(us)", "STATUS"},
                 {},
                 {fmt::format("median pair: {:.2f} GB/s", median)}};
-    for (const auto& p : o.pairs) {
+    for (size_t i = 0; i < o.pairs.size(); ++i) {
+      const PairResult& p = o.pairs[i];
+      bool straggler = std::find(stragglers.slow.begin(), stragglers.slow.end(), i) !=
+                       stragglers.slow.end();
       std::string status = "ok";
       std::string subject = PairName(o.peers, p.a, p.b);
       json ev = {{"a_to_b_gbps", p.ab_gbps},
@@ -159,7 +152,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
              fmt::format("{:.2f} GB/s (slower direction) is below --min-busbw {:.2f}", p.gbps(),
                          min_busbw),
              std::nullopt, ev});
-      } else if (all.size() >= 3 && p.gbps() < straggler_ratio * median) {
+      } else if (straggler) {
         status = "straggler";
         ev["straggler_ratio"] = straggler_ratio;
         report.findings.push_back(
@@ -182,7 +175,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
   }
   report.inventory = {{"transport", TransportJson(o.transport)},
                       {"world_size", n},
-                      {"ranks", ranks},
+                      {"ranks", RanksJson(o.peers)},
                       {"tests", tests},
                       {"pairs", pairs}};
 }

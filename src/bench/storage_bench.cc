@@ -2,25 +2,23 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
-#include <fstream>
+#include <cstring>
 #include <future>
-#include <sstream>
+#include <memory>
+#include <optional>
 #include <thread>
 
+#include "bench/fs_info.h"
+#include "bench/harness.h"
 #include "bench/payloads.h"
 #include "bench/results.h"
-#include "storage/mounts.h"
-#include "sys/subprocess.h"
+#include "bench/storage_results.h"
 
 namespace tocsin::bench {
 namespace {
-
-using nlohmann::json;
 
 const std::vector<std::string> kPhaseOrder = {"write",       "read",      "randread",   "fsync",
                                               "meta-create", "meta-stat", "meta-unlink"};
@@ -36,160 +34,262 @@ std::optional<T> Bounded(F fn, std::chrono::milliseconds ms) {
   return f.get();
 }
 
-std::string Num(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.2f}", v); }
+// The phases asked for ("meta" is its three phases), in the order they run.
+std::vector<std::string> PhasesToRun(const std::vector<std::string>& asked) {
+  std::vector<std::string> phases;
+  for (const auto& name : kPhaseOrder) {
+    bool meta = name.starts_with("meta-");
+    if (std::find(asked.begin(), asked.end(), meta ? "meta" : name) != asked.end()) {
+      phases.push_back(name);
+    }
+  }
+  return phases;
+}
 
-struct FsInfo {
-  uint64_t magic = 0;
-  std::string type, mount_point, source, mount_type, striping;
+// Checks `path` and makes the probe's own folder in it from `run_template`: an unpredictable
+// name made atomically (mkdtemp, mode 0700), so that nobody can plant a link or a folder there
+// beforehand. `*made` is the folder.
+Status MakeRunDir(const std::string& path, const std::string& run_template, std::string* made) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    return Status::InvalidArgument("--path " + path + ": " + strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return Status::InvalidArgument("--path " + path + " is not a directory");
+  if (access(path.c_str(), W_OK) != 0) {
+    return Status::InvalidArgument("--path " + path + " is not writable: " + strerror(errno));
+  }
+  std::string name = run_template;
+  if (mkdtemp(name.data()) == nullptr) {
+    return Status::InvalidArgument("cannot create " + run_template + ": " + strerror(errno));
+  }
+  *made = name;
+  return Status::Ok();
+}
+
+// One run of the storage benchmark on this rank, as its steps: Prepare, Meet, RunPhases, Finish.
+// Every call that touches the filesystem is bounded: a hung mount still gives a report.
+class StorageRun {
+ public:
+  explicit StorageRun(const StorageBenchOptions& o)
+      : o_(o), rank_(o.distributed ? o.world.rank : 0), phases_(PhasesToRun(o.phases)) {
+    out_.report = BenchReport("bench storage", ranks::Hostname());
+    run_template_ = fmt::format("{}/tocsin-probe-{}-r{}-XXXXXX", o.path, ranks::Hostname(), rank_);
+  }
+
+  // Checks --path, makes the run's folder and reads what filesystem holds it. A bad --path is
+  // an error; a filesystem that does not answer ends the run (done()) with storage.timeout.
+  Status Prepare() {
+    auto made = std::make_shared<std::string>();  // written by the bounded call, once
+    auto checked = Bounded<Status>(
+        [path = o_.path, tmpl = run_template_, made] { return MakeRunDir(path, tmpl, made.get()); },
+        o_.probe.op_timeout);
+    if (!checked) return SetupHung("checking --path");
+    if (!checked->ok()) return *checked;
+    run_dir_ = *made;  // the call returned: written, and never again
+    auto fs = Bounded<FsInfo>([path = o_.path] { return ReadFsInfo(path); }, o_.probe.op_timeout);
+    if (!fs) return SetupHung("statfs");
+    fs_ = *fs;
+    po_ = o_.probe;
+    po_.dir = run_dir_;
+    po_.interrupted = o_.interrupted;
+    probe_ = std::make_unique<StorageProbe>(po_);
+    return Status::Ok();
+  }
+
+  // Distributed: meets the other ranks. false: that failed (done(), the report says why).
+  bool Meet() {
+    if (!o_.distributed) return true;
+    ranks::WorldOptions wo = o_.world;
+    wo.params =
+        fmt::format("storage {} {} {} {} {}", o_.path, po_.size, po_.block, po_.jobs, po_.direct);
+    if (o_.on_rendezvous) o_.on_rendezvous(run_dir_);
+    auto w = ranks::World::Connect(wo);
+    if (!w.ok()) {
+      if (o_.on_rendezvous) o_.on_rendezvous("");
+      return MeetFailed(w.status().message(), "");
+    }
+    world_ = std::move(*w);
+    if (rank_ == 0 && o_.on_coordinator) o_.on_coordinator(world_->options().coordinator);
+    auto p = world_->Join(ranks::Hostname());
+    if (o_.on_rendezvous) o_.on_rendezvous("");
+    if (!p.ok()) return MeetFailed(p.status().message(), world_->aborted_by());
+    peers_ = *p;
+    return true;
+  }
+
+  // The phases in order, each started together on every rank. A failing probe is an error; a
+  // hung filesystem, a signal or a failed rank end the phases early with what the report says.
+  Status RunPhases() {
+    std::atomic<bool>* stop = probe_->stop_flag();
+    for (const auto& phase : phases_) {
+      if (world_) {
+        if (Status st = world_->Barrier(); !st.ok()) {
+          report().findings.push_back(
+              RankFailedFinding("storage.rank.failed", st.message(), rank_, world_->aborted_by()));
+          break;
+        }
+      }
+      if (o_.interrupted && o_.interrupted->load()) stop->store(true);
+      auto r = probe_->Run(phase);
+      if (!r.ok()) {
+        if (probe_->timeout()) {
+          PhaseHung(*probe_->timeout());
+          break;
+        }
+        if (r.status().message() == "interrupted") {
+          out_.interrupted = true;
+          report().tables.push_back({"INTERRUPTED", {"PHASE"}, {{phase}}, {"stopped by a signal"}});
+          break;
+        }
+        CleanUp();
+        if (world_) world_->Abort(r.status().message());
+        return r.status();
+      }
+      results_.push_back(*r);
+      Progress(*r);
+    }
+    return Status::Ok();
+  }
+
+  // Cleans up, reports this node and, when every rank ran every phase, all of them.
+  void Finish() {
+    if (!out_.hung) {
+      CleanUp();
+    } else {
+      NoteLeft(run_dir_, "LEFT BEHIND");  // on a hung filesystem unlink would hang too
+    }
+    if (world_) {
+      report().tables.push_back(
+          SetupTable(peers_, fmt::format("{} ranks, one shared path: {}", peers_.size(), o_.path)));
+    }
+    AddNodeResults(o_, po_, fs_, results_, report());
+    if (world_) report().inventory["ranks"] = RanksJson(peers_);
+    if (!left_behind_.empty()) report().inventory["left_behind"] = left_behind_;
+    if (world_ && !out_.hung && !out_.interrupted && results_.size() == phases_.size()) {
+      GatherAllNodes();
+    } else if (world_ && !out_.hung) {
+      world_->Leave();
+    }
+  }
+
+  bool done() const { return done_; }
+  StorageBenchResult Take() { return std::move(out_); }
+
+ private:
+  Report& report() { return out_.report; }
+
+  // What the probe could not remove (a hung or failing filesystem): in a table and in the JSON
+  // inventory, never left behind silently.
+  void NoteLeft(const std::string& where, const std::string& title) {
+    left_behind_.push_back(where);
+    report().tables.push_back(
+        {"CLEANUP", {title}, {{where}}, {"the filesystem did not answer: remove it when it does"}});
+    report().inventory["left_behind"] = left_behind_;
+  }
+
+  void CleanUp() {
+    std::vector<std::string> created = probe_->Created();
+    created.push_back(run_dir_);
+    if (!RemoveCreated(created, 3000)) NoteLeft(run_dir_, "LEFT BEHIND");
+  }
+
+  // Setting up did not return in time: storage.timeout, and the run ends.
+  Status SetupHung(const std::string& what) {
+    out_.hung = true;
+    done_ = true;
+    report().findings.push_back(
+        {"storage.timeout",
+         Severity::kCritical,
+         o_.path,
+         fmt::format("{}: no answer within {:.1f} s (the filesystem stopped answering)", what,
+                     o_.probe.op_timeout.count() / 1000.0),
+         std::nullopt,
+         {{"phase", "setup"},
+          {"path", o_.path},
+          {"op_timeout_s", o_.probe.op_timeout.count() / 1e3}}});
+    // Its folder may have been made before the filesystem stopped answering: say where.
+    NoteLeft(run_dir_.empty() ? run_template_.substr(0, run_template_.size() - 6) + "*" : run_dir_,
+             "MAY BE LEFT BEHIND");
+    return Status::Ok();
+  }
+
+  // An operation of a phase did not return in time: storage.timeout, and every rank stops.
+  void PhaseHung(const ProbeTimeout& t) {
+    out_.hung = true;
+    report().findings.push_back(
+        {"storage.timeout",
+         Severity::kCritical,
+         t.path,
+         fmt::format("phase {}: an operation on {} did not return within {:.1f} s: the "
+                     "filesystem stopped answering",
+                     t.phase, t.path, o_.probe.op_timeout.count() / 1000.0),
+         std::nullopt,
+         {{"phase", t.phase},
+          {"path", t.path},
+          {"waited_s", t.waited_s},
+          {"op_timeout_s", o_.probe.op_timeout.count() / 1e3}}});
+    if (world_) world_->Abort("storage.timeout on " + t.path + " in phase " + t.phase);
+  }
+
+  bool MeetFailed(const std::string& reason, const std::string& culprit) {
+    CleanUp();
+    report().findings.push_back(RankFailedFinding("storage.rank.failed", reason, rank_, culprit));
+    done_ = true;
+    return false;
+  }
+
+  // Rank 0, table output: each phase as it finishes.
+  void Progress(const PhaseResult& r) {
+    if (!o_.on_progress || rank_ != 0) return;
+    if (results_.size() == 1) {
+      o_.on_progress("# phases on this node, as each finishes\n" +
+                     ProgressLine(PhaseColumns(), true));
+    }
+    o_.on_progress(ProgressLine(PhaseCells(r)));
+  }
+
+  // Every rank's phases to every rank; another node's results are checked first: a malformed
+  // one is that node's failure.
+  void GatherAllNodes() {
+    auto all = world_->AllGather(MaybeCorrupt(rank_, EncodePhases(ranks::Hostname(), results_)));
+    if (!all.ok()) {
+      report().findings.push_back(
+          RankFailedFinding("storage.rank.failed", all.status().message(), rank_));
+      return;
+    }
+    std::vector<std::vector<PhaseResult>> nodes;
+    for (size_t r = 0; r < all->size(); ++r) {
+      auto decoded = DecodePhases((*all)[r], phases_);
+      if (!decoded.ok()) {
+        std::string reason =
+            peers_[r].Name() + " sent malformed results: " + decoded.status().message();
+        world_->Abort(reason);
+        report().findings.push_back(
+            RankFailedFinding("storage.rank.failed", reason, rank_, peers_[r].Name()));
+        return;
+      }
+      nodes.push_back(std::move(*decoded));
+    }
+    world_->Leave();
+    AddAllNodesResults(peers_, nodes, o_.straggler_ratio, report());
+  }
+
+  const StorageBenchOptions& o_;
+  const int rank_;
+  const std::vector<std::string> phases_;
+  StorageBenchResult out_;
+  bool done_ = false;
+  std::string run_template_, run_dir_;
+  std::vector<std::string> left_behind_;
+  FsInfo fs_;
+  ProbeOptions po_;
+  std::unique_ptr<StorageProbe> probe_;
+  std::unique_ptr<ranks::World> world_;
+  std::vector<ranks::Peer> peers_;
+  std::vector<PhaseResult> results_;
 };
 
-FsInfo ReadFsInfo(const std::string& path) {
-  FsInfo info;
-  struct statfs sf {};
-  if (statfs(path.c_str(), &sf) == 0) {
-    info.magic = static_cast<uint64_t>(sf.f_type) & 0xffffffffu;
-    info.type = FsTypeName(info.magic);
-  }
-  char real[PATH_MAX];
-  std::string where = realpath(path.c_str(), real) ? real : path;
-  std::ifstream in("/proc/self/mountinfo");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  storage::MountTable table = storage::ParseMountInfo(ss.str());
-  // The mount that holds `where`: the longest mount point that is a path prefix of it (the
-  // last one listed wins, as it is mounted on top).
-  const storage::Mount* best = nullptr;
-  for (const auto& m : table.mounts) {
-    const std::string& mp = m.mount_point;
-    bool under = where == mp || mp == "/" ||
-                 (where.rfind(mp, 0) == 0 && where.size() > mp.size() && where[mp.size()] == '/');
-    if (under && (!best || mp.size() >= best->mount_point.size())) best = &m;
-  }
-  if (best) {
-    info.mount_point = best->mount_point;
-    info.source = best->source;
-    info.mount_type = best->fstype;
-  }
-  if (info.magic == 0x0BD00BD0) {
-    sys::ProcessOptions po;
-    po.timeout = std::chrono::seconds(5);
-    auto r = sys::RunProcess({"lfs", "getstripe", "-d", path}, po);
-    info.striping = !r.ok()             ? "lfs not available: " + r.status().message()
-                    : r->exit_code == 0 ? std::string(r->out)
-                                        : "lfs getstripe failed: " + r->err;
-  } else {
-    info.striping = "not Lustre";
-  }
-  return info;
-}
-
-void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseResult>& phases,
-                          const std::string& subject, Report& report) {
-  double meta_p99 = 0;
-  for (const auto& p : phases) {
-    if (p.name.rfind("meta-", 0) == 0) meta_p99 = std::max(meta_p99, p.latency.p99 / 1e3);
-    double min = p.name == "read" ? o.min_read_gbps : p.name == "write" ? o.min_write_gbps : 0;
-    if (min > 0 && p.gbps() < min) {
-      report.findings.push_back({"storage.throughput.low",
-                                 Severity::kError,
-                                 subject,
-                                 fmt::format("{} {:.3f} GB/s is below --min-{}-gbps {:.3f}", p.name,
-                                             p.gbps(), p.name, min),
-                                 std::nullopt,
-                                 {{"phase", p.name}, {"gbps", p.gbps()}, {"min_gbps", min}}});
-    }
-    if (p.name == "fsync" && o.max_fsync_p99_ms > 0 && p.latency.p99 / 1e3 > o.max_fsync_p99_ms) {
-      report.findings.push_back(
-          {"storage.latency.high",
-           Severity::kError,
-           subject,
-           fmt::format("write+fsync p99 {:.2f} ms is above --max-fsync-p99-ms {:.2f}",
-                       p.latency.p99 / 1e3, o.max_fsync_p99_ms),
-           std::nullopt,
-           {{"phase", "fsync"}, {"p99_ms", p.latency.p99 / 1e3}, {"max_ms", o.max_fsync_p99_ms}}});
-    }
-    if (p.wrong > 0) {
-      report.findings.push_back(
-          {"storage.data.wrong",
-           Severity::kError,
-           subject,
-           fmt::format("{} blocks read back differ from what was written", p.wrong),
-           std::nullopt,
-           {{"phase", p.name}, {"wrong_blocks", p.wrong}}});
-    }
-  }
-  if (o.max_meta_p99_ms > 0 && meta_p99 > o.max_meta_p99_ms) {
-    report.findings.push_back(
-        {"storage.latency.high",
-         Severity::kError,
-         subject,
-         fmt::format("metadata p99 {:.2f} ms is above --max-meta-p99-ms {:.2f}", meta_p99,
-                     o.max_meta_p99_ms),
-         std::nullopt,
-         {{"phase", "meta"}, {"p99_ms", meta_p99}, {"max_ms", o.max_meta_p99_ms}}});
-  }
-}
-
-const std::vector<std::string> kPhaseColumns = {
-    "PHASE", "GB/s", "IOPS", "OPS", "p50(us)", "p90(us)", "p99(us)", "p99.9(us)", "max(us)", "WRONG"};
-
-std::vector<std::string> PhaseCells(const PhaseResult& p) {
-  bool data = p.name == "write" || p.name == "read" || p.name == "randread";
-  return {p.name,
-          data ? Num(p.gbps()) : "-",
-          Num(p.iops()),
-          std::to_string(p.ops),
-          Num(p.latency.p50),
-          Num(p.latency.p90),
-          Num(p.latency.p99),
-          Num(p.latency.p999),
-          Num(p.latency.max),
-          p.wrong < 0 ? "-" : std::to_string(p.wrong)};
-}
-
-Table PhaseTable(const std::string& title, const std::vector<PhaseResult>& phases) {
-  Table t{title, kPhaseColumns, {}, {}};
-  for (const auto& p : phases) {
-    t.rows.push_back(PhaseCells(p));
-    if (!p.note.empty()) t.notes.push_back(p.name + ": " + p.note);
-  }
-  return t;
-}
-
 }  // namespace
-
-std::string FsTypeName(uint64_t magic) {
-  switch (magic) {
-    case 0x0BD00BD0:
-      return "lustre";
-    case 0xEF53:
-      return "ext4/ext3/ext2";
-    case 0x58465342:
-      return "xfs";
-    case 0x01021994:
-      return "tmpfs";
-    case 0x6969:
-      return "nfs";
-    case 0x65735546:
-      return "fuse";
-    case 0x794C7630:
-      return "overlayfs";
-    case 0x9123683E:
-      return "btrfs";
-    case 0x47504653:
-      return "gpfs";
-    case 0x19830326:
-      return "beegfs";
-    case 0x00C36400:
-      return "ceph";
-    case 0x2FC12FC1:
-      return "zfs";
-    case 0xFE534D42:
-      return "smb2";
-    default:
-      return fmt::format("0x{:x}", magic);
-  }
-}
 
 Status ValidateStorageBench(const StorageBenchOptions& o) {
   const ProbeOptions& p = o.probe;
@@ -222,276 +322,15 @@ Status ValidateStorageBench(const StorageBenchOptions& o) {
 }
 
 Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& o) {
-  if (Status st = ValidateStorageBench(o); !st.ok()) return st;
-  StorageBenchResult out;
-  Report& report = out.report;
-  report.command = "bench storage";
-  report.host = ranks::Hostname();
-  report.generated_at = Clock::now();
-  int rank = o.distributed ? o.world.rank : 0;
-  // The probe's own folder: an unpredictable name made atomically (mkdtemp, mode 0700), so that
-  // nobody can plant a link or a folder there beforehand.
-  std::string run_template =
-      fmt::format("{}/tocsin-probe-{}-r{}-XXXXXX", o.path, ranks::Hostname(), rank);
-  auto made = std::make_shared<std::string>();  // written by the bounded call, once
-  std::string run_dir;
-  // What the probe could not remove (a hung or failing filesystem): in a table and in the JSON
-  // inventory, never left behind silently.
-  std::vector<std::string> left_behind;
-  auto note_left = [&](const std::string& where, const std::string& title) {
-    left_behind.push_back(where);
-    report.tables.push_back(
-        {"CLEANUP", {title}, {{where}}, {"the filesystem did not answer: remove it when it does"}});
-    report.inventory["left_behind"] = left_behind;
-  };
-  // Every call that touches the filesystem is bounded: a hung mount must still give a report.
-  auto hung = [&](const std::string& what) {
-    out.hung = true;
-    report.findings.push_back(
-        {"storage.timeout",
-         Severity::kCritical,
-         o.path,
-         fmt::format("{}: no answer within {:.1f} s (the filesystem stopped answering)", what,
-                     o.probe.op_timeout.count() / 1000.0),
-         std::nullopt,
-         {{"phase", "setup"},
-          {"path", o.path},
-          {"op_timeout_s", o.probe.op_timeout.count() / 1e3}}});
-    // Its folder may have been made before the filesystem stopped answering: say where.
-    note_left(run_dir.empty() ? run_template.substr(0, run_template.size() - 6) + "*" : run_dir,
-              "MAY BE LEFT BEHIND");
-    return out;
-  };
-  auto checked = Bounded<Status>(
-      [path = o.path, run_template, made] {
-        struct stat st {};
-        if (stat(path.c_str(), &st) != 0)
-          return Status::InvalidArgument("--path " + path + ": " + strerror(errno));
-        if (!S_ISDIR(st.st_mode))
-          return Status::InvalidArgument("--path " + path + " is not a directory");
-        if (access(path.c_str(), W_OK) != 0) {
-          return Status::InvalidArgument("--path " + path + " is not writable: " + strerror(errno));
-        }
-        std::string name = run_template;
-        if (mkdtemp(name.data()) == nullptr) {
-          return Status::InvalidArgument("cannot create " + run_template + ": " + strerror(errno));
-        }
-        *made = name;
-        return Status::Ok();
-      },
-      o.probe.op_timeout);
-  if (!checked) return hung("checking --path");
-  if (!checked->ok()) return *checked;
-  run_dir = *made;  // the call returned: written, and never again
-  auto fs = Bounded<FsInfo>([path = o.path] { return ReadFsInfo(path); }, o.probe.op_timeout);
-  if (!fs) return hung("statfs");
-
-  std::unique_ptr<ranks::World> world;
-  std::vector<ranks::Peer> peers;
-  auto cleanup = [&](StorageProbe& probe) {
-    std::vector<std::string> created = probe.Created();
-    created.push_back(run_dir);
-    if (!RemoveCreated(created, 3000)) note_left(run_dir, "LEFT BEHIND");
-  };
-  ProbeOptions po = o.probe;
-  po.dir = run_dir;
-  po.interrupted = o.interrupted;
-  StorageProbe probe(po);
-  if (o.distributed) {
-    ranks::WorldOptions wo = o.world;
-    wo.params =
-        fmt::format("storage {} {} {} {} {}", o.path, po.size, po.block, po.jobs, po.direct);
-    if (o.on_rendezvous) o.on_rendezvous(run_dir);
-    auto w = ranks::World::Connect(wo);
-    if (!w.ok()) {
-      if (o.on_rendezvous) o.on_rendezvous("");
-      cleanup(probe);
-      report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",
-                                 w.status().message(), std::nullopt, json::object()});
-      return out;
-    }
-    world = std::move(*w);
-    if (rank == 0 && o.on_coordinator) o.on_coordinator(world->options().coordinator);
-    auto p = world->Join(ranks::Hostname());
-    if (o.on_rendezvous) o.on_rendezvous("");
-    if (!p.ok()) {
-      cleanup(probe);
-      report.findings.push_back({"storage.rank.failed", Severity::kCritical,
-                                 world->aborted_by().empty() ? "job" : world->aborted_by(),
-                                 p.status().message(), std::nullopt, json::object()});
-      return out;
-    }
-    peers = *p;
+  TOCSIN_RETURN_IF_ERROR(ValidateStorageBench(o));
+  StorageRun run(o);
+  TOCSIN_RETURN_IF_ERROR(run.Prepare());
+  if (!run.done() && run.Meet()) {
+    TOCSIN_RETURN_IF_ERROR(run.RunPhases());
+    run.Finish();
   }
-  std::vector<std::string> phases;
-  for (const auto& name : kPhaseOrder) {
-    bool meta = name.rfind("meta-", 0) == 0;
-    if (std::find(o.phases.begin(), o.phases.end(), meta ? "meta" : name) != o.phases.end()) {
-      phases.push_back(name);
-    }
-  }
-  std::vector<PhaseResult> results;
-  std::atomic<bool>* stop = probe.stop_flag();
-  for (const auto& phase : phases) {
-    if (world) {
-      if (Status st = world->Barrier(); !st.ok()) {
-        report.findings.push_back({"storage.rank.failed", Severity::kCritical,
-                                   world->aborted_by().empty() ? "job" : world->aborted_by(),
-                                   st.message(), std::nullopt, json::object()});
-        break;
-      }
-    }
-    if (o.interrupted && o.interrupted->load()) stop->store(true);
-    auto r = probe.Run(phase);
-    if (!r.ok()) {
-      if (probe.timeout()) {
-        const ProbeTimeout& t = *probe.timeout();
-        out.hung = true;
-        report.findings.push_back(
-            {"storage.timeout",
-             Severity::kCritical,
-             t.path,
-             fmt::format("phase {}: an operation on {} did not return within {:.1f} s: the "
-                         "filesystem stopped answering",
-                         t.phase, t.path, o.probe.op_timeout.count() / 1000.0),
-             std::nullopt,
-             {{"phase", t.phase},
-              {"path", t.path},
-              {"waited_s", t.waited_s},
-              {"op_timeout_s", o.probe.op_timeout.count() / 1e3}}});
-        if (world) world->Abort("storage.timeout on " + t.path + " in phase " + t.phase);
-        break;
-      }
-      if (r.status().message() == "interrupted") {
-        out.interrupted = true;
-        report.tables.push_back({"INTERRUPTED", {"PHASE"}, {{phase}}, {"stopped by a signal"}});
-        break;
-      }
-      cleanup(probe);
-      if (world) world->Abort(r.status().message());
-      return r.status();
-    }
-    results.push_back(*r);
-    if (o.on_progress && rank == 0) {
-      if (results.size() == 1) {
-        o.on_progress("# phases on this node, as each finishes\n" +
-                      ProgressLine(kPhaseColumns, true));
-      }
-      o.on_progress(ProgressLine(PhaseCells(*r)));
-    }
-  }
-  if (!out.hung) {
-    cleanup(probe);
-  } else {
-    note_left(run_dir, "LEFT BEHIND");  // on a hung filesystem unlink would hang too
-  }
-  report.tables.push_back({"FILESYSTEM",
-                           {"PATH", "TYPE", "MOUNT", "SOURCE", "STRIPING"},
-                           {{o.path, fs->type, fs->mount_point, fs->source, fs->striping}},
-                           {}});
-  report.tables.push_back(PhaseTable("PHASES (this node)", results));
-  json phases_json = json::array();
-  for (const auto& p : results) phases_json.push_back(PhaseJson(p));
-  report.inventory = {{"path", o.path},
-                      {"filesystem",
-                       {{"type", fs->type},
-                        {"magic", fmt::format("0x{:x}", fs->magic)},
-                        {"mount_point", fs->mount_point},
-                        {"source", fs->source},
-                        {"striping", fs->striping}}},
-                      {"options",
-                       {{"jobs", po.jobs},
-                        {"size", po.size},
-                        {"block", po.block},
-                        {"direct", po.direct},
-                        {"shared_file", po.shared_file}}},
-                      {"phases", phases_json}};
-  if (!left_behind.empty()) report.inventory["left_behind"] = left_behind;
-  AddThresholdFindings(o, results, o.path, report);
-  if (world && !out.hung && !out.interrupted && results.size() == phases.size()) {
-    auto all = world->AllGather(MaybeCorrupt(rank, EncodePhases(ranks::Hostname(), results)));
-    if (!all.ok()) {
-      report.findings.push_back({"storage.rank.failed", Severity::kCritical, "job",
-                                 all.status().message(), std::nullopt, json::object()});
-      return out;
-    }
-    // Aggregate: bytes of every node over the slowest node's time (the phases start together).
-    // Another node's results are checked first: a malformed one is that node's failure.
-    std::vector<std::vector<PhaseResult>> nodes;
-    for (size_t r = 0; r < all->size(); ++r) {
-      auto decoded = DecodePhases((*all)[r], phases);
-      if (!decoded.ok()) {
-        std::string reason =
-            peers[r].Name() + " sent malformed results: " + decoded.status().message();
-        world->Abort(reason);
-        report.findings.push_back({"storage.rank.failed", Severity::kCritical, peers[r].Name(),
-                                   reason, std::nullopt, {{"reported_by_rank", rank}}});
-        return out;
-      }
-      nodes.push_back(std::move(*decoded));
-    }
-    world->Leave();
-    std::vector<PhaseResult> agg;
-    for (size_t i = 0; i < results.size(); ++i) {
-      PhaseResult a;
-      a.name = results[i].name;
-      for (const auto& n : nodes) {
-        a.bytes += n[i].bytes;
-        a.ops += n[i].ops;
-        a.seconds = std::max(a.seconds, n[i].seconds);
-      }
-      agg.push_back(a);
-    }
-    Table per_node{"NODES", {"RANK", "HOST", "WRITE GB/s", "READ GB/s", "FSYNC p99(us)"}, {}, {}};
-    json nodes_json = json::array();
-    std::map<std::string, std::vector<double>> by_phase;
-    for (size_t r = 0; r < nodes.size(); ++r) {
-      std::map<std::string, const PhaseResult*> m;
-      for (const auto& p : nodes[r]) m[p.name] = &p;
-      auto gb = [&](const char* n) { return m.count(n) ? m[n]->gbps() : 0.0; };
-      per_node.rows.push_back({std::to_string(r), peers[r].host, Num(gb("write")), Num(gb("read")),
-                               m.count("fsync") ? Num(m["fsync"]->latency.p99) : "-"});
-      nodes_json.push_back({{"rank", r},
-                            {"host", peers[r].host},
-                            {"ip", peers[r].ip},
-                            {"write_gbps", gb("write")},
-                            {"read_gbps", gb("read")}});
-      for (const char* n : {"write", "read"}) {
-        if (m.count(n)) by_phase[n].push_back(gb(n));
-      }
-    }
-    for (const auto& [phase, values] : by_phase) {
-      double median = Median(values);
-      if (values.size() < 3) continue;  // a median of two says nothing about a straggler
-      for (size_t r = 0; r < values.size(); ++r) {
-        if (values[r] < o.straggler_ratio * median) {
-          report.findings.push_back(
-              {"storage.node.slow",
-               Severity::kWarning,
-               peers[r].Name(),
-               fmt::format("{} {:.3f} GB/s is under {:.0f}% of the median node ({:.3f} GB/s)",
-                           phase, values[r], o.straggler_ratio * 100, median),
-               std::nullopt,
-               {{"phase", phase}, {"gbps", values[r]}, {"median_gbps", median}}});
-        }
-      }
-    }
-    report.tables.push_back(per_node);
-    Table aggregate = PhaseTable("AGGREGATE (all nodes; bytes over the slowest node's time)", agg);
-    report.tables.push_back(aggregate);
-    json agg_json = json::array();
-    for (const auto& a : agg) {
-      agg_json.push_back({{"phase", a.name},
-                          {"bytes", a.bytes},
-                          {"seconds", a.seconds},
-                          {"gbps", a.gbps()},
-                          {"iops", a.iops()}});
-    }
-    report.inventory["nodes"] = nodes_json;
-    report.inventory["aggregate"] = agg_json;
-  } else if (world && !out.hung) {
-    world->Leave();
-  }
+  StorageBenchResult out = run.Take();
+  SortFindings(out.report.findings);
   return out;
 }
 

@@ -39,12 +39,12 @@ struct StorageBenchResult {
   bool interrupted = false;
 };
 
-// The statfs magic's filesystem name ("lustre", "nfs", "ext4/ext3/ext2", ...), or hex.
-std::string FsTypeName(uint64_t magic);
-
 // Checks `--path` and the options; InvalidArgument names what is wrong.
 Status ValidateStorageBench(const StorageBenchOptions& options);
 
+// Runs this rank's probe (and, distributed, gathers every rank's results on every rank). Usage
+// errors and a failing probe are errors; a hung filesystem, a signal or a failed rank give a
+// report that says so. Findings are in SortFindings' order.
 Result<StorageBenchResult> RunStorageBench(const StorageBenchOptions& options);
 
 }  // namespace tocsin::bench

@@ -30,12 +30,6 @@ TEST(LatencyTest, NearestRankPercentiles) {
   EXPECT_EQ(ComputePercentiles(none).count, 0u);
 }
 
-TEST(StorageBenchTest, FsTypeNames) {
-  EXPECT_EQ(FsTypeName(0x0BD00BD0), "lustre");
-  EXPECT_EQ(FsTypeName(0x01021994), "tmpfs");
-  EXPECT_EQ(FsTypeName(0x12345678), "0x12345678");
-}
-
 class ProbeTest : public ::testing::Test {
  protected:
   StorageBenchOptions Small() {
@@ -87,6 +81,13 @@ TEST_F(ProbeTest, ThresholdsBecomeFindings) {
   for (const auto& f : r->report.findings) checks.insert(f.check);
   EXPECT_TRUE(checks.count("storage.throughput.low"));
   EXPECT_TRUE(checks.count("storage.latency.high"));
+  std::vector<Finding> sorted = r->report.findings;
+  SortFindings(sorted);
+  ASSERT_EQ(sorted.size(), r->report.findings.size());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    EXPECT_EQ(r->report.findings[i].check, sorted[i].check) << i;
+    EXPECT_EQ(r->report.findings[i].message, sorted[i].message) << i;
+  }
 }
 
 TEST_F(ProbeTest, RefusesWhatItShouldNotTouch) {

@@ -371,8 +371,7 @@ Verdict VerdictOf(const Report& report, int rank, int world, int exit,
     if (!ranks::IsNodeName(self.node)) v.ranks.back().node.clear();
   }
   std::vector<Finding> findings = report.findings;
-  std::stable_sort(findings.begin(), findings.end(),
-                   [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
+  SortFindings(findings);
   for (const auto& f : findings) v.findings.push_back({f.check, f.severity, f.subject, f.message});
   return v;
 }

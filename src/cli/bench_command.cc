@@ -1,30 +1,21 @@
 #include "cli/bench_command.h"
 #include "cli/number_flags.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <random>
-#include <thread>
 
 #include "base/strings.h"
 #include "bench/net_bench.h"
 #include "bench/storage_bench.h"
+#include "bench/storage_child.h"
 #include "bench/verdict.h"
 #include "cli/rank_flags.h"
 #include "cli/report_flags.h"
@@ -161,38 +152,6 @@ int RunNet(const NetFlags& f) {
   return code;
 }
 
-std::atomic<bool> g_interrupted{false};
-volatile sig_atomic_t g_signal = 0;  // the last one that came
-extern "C" void OnInterrupt(int sig) {
-  g_signal = sig;
-  g_interrupted.store(true);
-}
-// While the ranks meet (a wait the interrupt flag cannot cut short), a signal ends the process at
-// once: the run's folder, still empty, is removed first (rmdir and write are async-signal-safe).
-char g_rendezvous_dir[8192] = {};
-extern "C" void OnInterruptWhileMeeting(int sig) {
-  if (g_rendezvous_dir[0] != '\0') (void)!rmdir(g_rendezvous_dir);
-  const char msg[] = "tocsin: interrupted while waiting for the other ranks\n";
-  (void)!write(2, msg, sizeof msg - 1);
-  _exit(128 + sig);
-}
-void Meeting(const std::string& dir) {
-  if (!dir.empty() && dir.size() < sizeof g_rendezvous_dir) {
-    std::memcpy(g_rendezvous_dir, dir.c_str(), dir.size() + 1);
-    std::signal(SIGINT, OnInterruptWhileMeeting);
-    std::signal(SIGTERM, OnInterruptWhileMeeting);
-    if (g_interrupted.load()) OnInterruptWhileMeeting(g_signal);  // one that came just before
-  } else {
-    std::signal(SIGINT, OnInterrupt);
-    std::signal(SIGTERM, OnInterrupt);
-    g_rendezvous_dir[0] = '\0';
-  }
-}
-volatile sig_atomic_t g_probe_child = 0;
-extern "C" void ForwardToProbe(int sig) {
-  if (g_probe_child > 0) kill(g_probe_child, sig);
-}
-
 struct StorageFlags {
   ReportFlags report;
   std::string path, size = "256M", block = "1M";
@@ -207,10 +166,7 @@ struct StorageFlags {
 // The probe itself (in the child process): runs, prints, returns the exit code.
 int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
                     std::vector<pid_t>& children) {
-  o.interrupted = &g_interrupted;
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
-  o.on_rendezvous = Meeting;
+  bench::HandleProbeSignals(o);
   bool progress = false;
   o.on_progress = ProgressPrinter(f.report, &progress);
   auto result = bench::RunStorageBench(o);
@@ -265,52 +221,12 @@ int RunStorage(const StorageFlags& f) {
   }
   o.distributed = f.ranks.local > 0 || o.world.world_size > 1;
   if (Status st = bench::ValidateStorageBench(o); !st.ok()) return UsageError(st.message());
-  // The probe runs in a child process. A thread stuck in uninterruptible I/O on a hung mount
-  // keeps its process from ever finishing its exit; here that is the child, left behind (and
-  // reaped by init when the filesystem answers), while this process reports and exits.
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return UsageError("pipe: " + std::string(strerror(errno)));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t child = fork();
-  if (child < 0) return UsageError("fork: " + std::string(strerror(errno)));
-  if (child == 0) {
-    close(pipe_fds[0]);
-    int code = RunStorageChild(f, o, children);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    // Close what the shell waits on before a possibly endless exit.
-    close(1);
-    close(2);
-    (void)!write(pipe_fds[1], &code, sizeof code);
-    close(pipe_fds[1]);
-    std::_Exit(code);
-  }
-  close(pipe_fds[1]);
-  // Ctrl-C reaches both processes; a signal sent to this one alone (a supervisor's SIGTERM) is
-  // passed on. Either way the child stops, cleans up and reports.
-  g_probe_child = child;
-  std::signal(SIGINT, ForwardToProbe);
-  std::signal(SIGTERM, ForwardToProbe);
-  int code = kExitInternal;
-  ssize_t n;
-  do {
-    n = read(pipe_fds[0], &code, sizeof code);
-  } while (n < 0 && errno == EINTR);
-  close(pipe_fds[0]);
-  if (n != sizeof code) {
-    int status = 0;
-    waitpid(child, &status, 0);
-    // Stopped by a signal while the ranks met (it says so on stderr): its exit code stands.
-    if (WIFEXITED(status) && WEXITSTATUS(status) > 128) return WEXITSTATUS(status);
-    std::cerr << "tocsin: error: the storage probe died ("
-              << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
-                                      : "exit " + std::to_string(WEXITSTATUS(status)))
-              << ")\n";
-    return kExitInternal;
-  }
-  waitpid(child, nullptr, WNOHANG);  // reaped now if it could exit; never waited for
-  return code;
+  // In a child process: a hung mount may keep it from ever exiting (bench/storage_child.h).
+  auto code = bench::RunInProbeChild([&] { return RunStorageChild(f, o, children); });
+  if (code.ok()) return *code;
+  if (code.status().code() != StatusCode::kInternal) return UsageError(code.status().message());
+  std::cerr << "tocsin: error: " << code.status().message() << "\n";
+  return kExitInternal;
 }
 
 }  // namespace

@@ -118,4 +118,15 @@ const Mount* FindMount(const MountTable& table, std::string_view path) {
   return found;
 }
 
+const Mount* MountHolding(const MountTable& table, std::string_view path) {
+  const Mount* best = nullptr;
+  for (const auto& m : table.mounts) {
+    std::string_view mp = m.mount_point;
+    bool under = path == mp || mp == "/" ||
+                 (path.starts_with(mp) && path.size() > mp.size() && path[mp.size()] == '/');
+    if (under && (!best || mp.size() >= best->mount_point.size())) best = &m;
+  }
+  return best;
+}
+
 }  // namespace tocsin::storage

@@ -43,4 +43,8 @@ bool IsSharedMount(const Mount& m);
 // The topmost mount whose mount point is exactly `path`; nullptr when none.
 const Mount* FindMount(const MountTable& table, std::string_view path);
 
+// The mount that holds `path` (absolute, resolved): the longest mount point that is `path` or a
+// folder above it; of equal ones the last listed (mounted on top). nullptr when none.
+const Mount* MountHolding(const MountTable& table, std::string_view path);
+
 }  // namespace tocsin::storage

@@ -27,6 +27,16 @@ TEST(MountsTest, ParsesMountInfoWithOptionalFieldsAndEscapes) {
   EXPECT_EQ(FindMount(t, "/mnt"), nullptr);
 }
 
+TEST(MountsTest, MountHoldingIsTheLongestMountPointAbove) {
+  auto t = ParseMountInfo(kMountInfo);
+  ASSERT_NE(MountHolding(t, "/mnt/lustre/job/ckpt"), nullptr);
+  EXPECT_EQ(MountHolding(t, "/mnt/lustre/job/ckpt")->fstype, "lustre");
+  EXPECT_EQ(MountHolding(t, "/mnt/lustre")->fstype, "lustre");
+  EXPECT_EQ(MountHolding(t, "/mnt/lustrefs/x")->mount_point, "/");  // a prefix, not a folder
+  EXPECT_EQ(MountHolding(t, "/home")->mount_point, "/");
+  EXPECT_EQ(MountHolding(MountTable{}, "/home"), nullptr);
+}
+
 TEST(MountsTest, BadLinesAreReportedNotFatal) {
   auto t = ParseMountInfo("garbage line\n27 1 254:0 / / rw - ext4 /dev/vda rw\n36 27 0:44 /\n");
   EXPECT_EQ(t.mounts.size(), 1u);

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -62,17 +64,11 @@ Result<pid_t> Spawn(const SpawnSpec& spec) {
     return Status::IoError("pipe: " + std::string(strerror(errno)));
   }
   pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(exec_pipe[0]);
-    close(exec_pipe[1]);
-    return Status::IoError("fork: " + std::string(strerror(e)));
-  }
-  if (pid == 0) {
+  // The child does only what is safe between fork and exec in a threaded process.
+  auto child = [&]() -> int {
     if (spec.die_with_parent) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);  // the parent died before the prctl
+      if (getppid() != parent) return 1;  // the parent died before the prctl
     }
     if (spec.own_group) setpgid(0, 0);
     int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
@@ -90,8 +86,15 @@ Result<pid_t> Spawn(const SpawnSpec& spec) {
     }
     int e = errno;
     (void)!write(exec_pipe[1], &e, sizeof e);
-    _exit(127);
+    return 127;
+  };
+  Result<pid_t> forked = ForkCall(child);  // the one fork
+  if (!forked.ok()) {
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
+    return forked.status();
   }
+  pid_t pid = *forked;
   if (spec.own_group) setpgid(pid, pid);  // also from here, so a kill cannot race the child's
   close(exec_pipe[1]);
   int exec_errno = 0;
@@ -197,6 +200,15 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   }
   result.exit_code = WaitStatusToCode(status);
   return result;
+}
+
+Result<pid_t> ForkCall(const std::function<int()>& child_main) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return Status::IoError("fork: " + std::string(strerror(errno)));
+  if (pid == 0) std::_Exit(child_main());
+  return pid;
 }
 
 }  // namespace tocsin::sys

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,11 @@ Result<pid_t> Spawn(const SpawnSpec& spec);
 // a Timeout status names the command. A command that cannot be started gives NotFound.
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const ProcessOptions& options = {});
+
+// Forks a child that runs `child_main` and ends with what it returns (std::_Exit: the atexit
+// handlers and static destructors are the parent's). stdout and stderr are flushed first, so
+// that nothing buffered is written twice. Returns the child's pid; the caller waits for it.
+// The child of a multi-threaded process may only make async-signal-safe calls until it execs.
+Result<pid_t> ForkCall(const std::function<int()>& child_main);
 
 }  // namespace tocsin::sys

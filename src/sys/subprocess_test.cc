@@ -98,5 +98,14 @@ TEST(SubprocessTest, EnvironmentWithReplacesAndAdds) {
   EXPECT_EQ(added, 1);
 }
 
+TEST(SubprocessTest, ForkCallEndsWithWhatTheChildReturns) {
+  auto pid = ForkCall([] { return 5; });
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+}
+
 }  // namespace
 }  // namespace tocsin::sys

@@ -1,0 +1,82 @@
+#include "bench/fs_info.h"
+
+#include <fmt/format.h>
+#include <sys/statfs.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "storage/mounts.h"
+#include "sys/subprocess.h"
+
+namespace tocsin::bench {
+
+constexpr uint64_t kLustreMagic = 0x0BD00BD0;
+
+std::string FsTypeName(uint64_t magic) {
+  switch (magic) {
+    case kLustreMagic:
+      return "lustre";
+    case 0xEF53:
+      return "ext4/ext3/ext2";
+    case 0x58465342:
+      return "xfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x6969:
+      return "nfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x47504653:
+      return "gpfs";
+    case 0x19830326:
+      return "beegfs";
+    case 0x00C36400:
+      return "ceph";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0xFE534D42:
+      return "smb2";
+    default:
+      return fmt::format("0x{:x}", magic);
+  }
+}
+
+FsInfo ReadFsInfo(const std::string& path) {
+  FsInfo info;
+  struct statfs sf {};
+  if (statfs(path.c_str(), &sf) == 0) {
+    info.magic = static_cast<uint64_t>(sf.f_type) & 0xffffffffu;
+    info.type = FsTypeName(info.magic);
+  }
+  char real[PATH_MAX];
+  std::string where = realpath(path.c_str(), real) ? real : path;
+  std::ifstream in("/proc/self/mountinfo");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  storage::MountTable table = storage::ParseMountInfo(ss.str());
+  if (const storage::Mount* m = storage::MountHolding(table, where)) {
+    info.mount_point = m->mount_point;
+    info.source = m->source;
+    info.mount_type = m->fstype;
+  }
+  if (info.magic == kLustreMagic) {
+    sys::ProcessOptions po;
+    po.timeout = std::chrono::seconds(5);
+    auto r = sys::RunProcess({"lfs", "getstripe", "-d", path}, po);
+    info.striping = !r.ok()             ? "lfs not available: " + r.status().message()
+                    : r->exit_code == 0 ? std::string(r->out)
+                                        : "lfs getstripe failed: " + r->err;
+  } else {
+    info.striping = "not Lustre";
+  }
+  return info;
+}
+
+}  // namespace tocsin::bench

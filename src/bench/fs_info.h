@@ -1,0 +1,23 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tocsin::bench {
+
+// What holds the path a storage benchmark probes: its filesystem type (statfs), its mount, and
+// on Lustre its default striping (`lfs getstripe -d`).
+struct FsInfo {
+  uint64_t magic = 0;  // statfs f_type; 0 when statfs failed
+  std::string type;    // FsTypeName(magic)
+  std::string mount_point, source, mount_type;
+  std::string striping;  // Lustre's default layout, or why there is none
+};
+
+// The statfs magic's filesystem name ("lustre", "nfs", "ext4/ext3/ext2", ...), or hex.
+std::string FsTypeName(uint64_t magic);
+
+// Reads it for `path` (this process's mounts). May block on a hung filesystem: call it bounded.
+FsInfo ReadFsInfo(const std::string& path);
+
+}  // namespace tocsin::bench
