@@ -6,6 +6,7 @@
 
 #include "base/report.h"
 #include "base/strings.h"
+#include "gpu/catalog.h"
 
 namespace tocsin::agent {
 namespace {
@@ -56,10 +57,26 @@ std::string ReasonFromCheck(std::string_view check) {
   return out;
 }
 
+std::span<const ConditionRule> ConditionRules() {
+  static constexpr ConditionRule kRules[] = {
+      {"rdma.*", kRdmaFabricDegraded},
+      {"node.fabric.*", kRdmaFabricDegraded},
+      {"storage.*", kSharedStorageDegraded},
+      {"lustre.*", kSharedStorageDegraded},
+      {gpu::kNicAffinity, kGpuNicAffinityBroken},
+  };
+  return kRules;
+}
+
+bool RuleMatches(std::string_view pattern, std::string_view check) {
+  if (pattern.ends_with(".*")) return check.starts_with(pattern.substr(0, pattern.size() - 1));
+  return check == pattern;
+}
+
 std::string ConditionTypeFor(std::string_view check) {
-  if (check.starts_with("rdma.") || check.starts_with("node.fabric.")) return kRdmaFabricDegraded;
-  if (check.starts_with("storage.") || check.starts_with("lustre.")) return kSharedStorageDegraded;
-  if (check == "gpu.nic.affinity") return kGpuNicAffinityBroken;
+  for (const auto& rule : ConditionRules()) {
+    if (RuleMatches(rule.pattern, check)) return rule.condition;
+  }
   return "";
 }
 

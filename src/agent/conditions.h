@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,14 @@ inline constexpr const char* kTocsinChecksStale = "TocsinChecksStale";
 // storage.*, lustre.* -> SharedStorageDegraded; gpu.nic.affinity -> GPUNICAffinityBroken); empty
 // for checks that feed none (gpu.count, gpu.nvml).
 std::string ConditionTypeFor(std::string_view check);
+
+// The mapping ConditionTypeFor follows: a check id, or "prefix.*" for every id under it.
+struct ConditionRule {
+  std::string_view pattern;
+  const char* condition;
+};
+std::span<const ConditionRule> ConditionRules();
+bool RuleMatches(std::string_view pattern, std::string_view check);
 
 // A NodeCondition in node-problem-detector's form: status "True" means a problem.
 struct NodeCondition {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "agent/catalog.h"
 #include "agent/families.h"
 #include "base/strings.h"
 #include "net/netdev.h"
@@ -41,7 +42,7 @@ FabricWatch::Verdict FabricWatch::Add(const FabricSample& s) {
   if (!since_) since_ = prev->wall;
   if (s.wall - *since_ >= options_.sustain) {
     Finding f;
-    f.check = "node.fabric.idle-while-tcp-busy";
+    f.check = kFabricIdleWhileTcpBusy;
     f.severity = Severity::kError;
     f.subject = "node";
     f.message = "RDMA ports idle (" + Rate(*v.rdma_bps) + ") while Ethernet carries " +
@@ -63,7 +64,7 @@ FabricWatch::Verdict FabricWatch::Add(const FabricSample& s) {
 TaskSpec FabricTask(const std::string& root, FabricOptions options) {
   TaskSpec t;
   t.name = "fabric";
-  t.checks = {"node.fabric.idle-while-tcp-busy"};
+  t.checks = {kFabricIdleWhileTcpBusy};
   auto watch = std::make_shared<FabricWatch>(options);
   t.run = [root, watch]() -> Result<TaskOutput> {
     auto env = NewRootedEnv(root);

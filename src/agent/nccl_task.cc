@@ -14,6 +14,7 @@
 #include "agent/families.h"
 #include "nccl/analyzer.h"
 #include "nccl/reader.h"
+#include "nccl/catalog.h"
 #include "rdma/inventory.h"
 #include "sys/env.h"
 
@@ -30,8 +31,8 @@ constexpr size_t kTotalMaxBytes = 16 << 20;
 constexpr size_t kMaxProcessSeries = 1024;
 
 // The checks a pod's log can fail (nccl.log.no-debug is left out: most pods are not NCCL jobs).
-const std::set<std::string> kChecks = {"nccl.transport.socket", "nccl.transport.mixed",
-                                       "nccl.init.failed", "nccl.env.risky", "nccl.wrong"};
+const std::set<std::string> kChecks = {nccl::kTransportSocket, nccl::kTransportMixed,
+                                       nccl::kInitFailed, nccl::kEnvRisky, nccl::kWrong};
 
 struct LogFile {
   std::string ns, pod, container;

@@ -4,9 +4,12 @@
 #include <memory>
 
 #include "agent/families.h"
+#include "gpu/catalog.h"
 #include "gpu/checks.h"
 #include "node/affinity.h"
+#include "rdma/catalog.h"
 #include "rdma/checks.h"
+#include "storage/catalog.h"
 #include "storage/checks.h"
 
 namespace tocsin::agent {
@@ -228,8 +231,8 @@ void StorageFamilies(const storage::Scan& scan, Families& fam) {
 TaskSpec RdmaTask(const std::string& root, const node::Options& options) {
   TaskSpec t;
   t.name = "rdma";
-  t.checks = {"rdma.device.missing", "rdma.port.down", "rdma.port.rate", "rdma.port.link-layer",
-              "rdma.port.errors"};
+  t.checks = {rdma::kDeviceMissing, rdma::kPortDown, rdma::kPortRate, rdma::kPortLinkLayer,
+              rdma::kPortErrors};
   t.run = [root, expect = options.expect.rdma]() -> Result<TaskOutput> {
     auto env = NewRootedEnv(root);
     rdma::Scan scan = rdma::ScanDevices(*env);
@@ -246,7 +249,7 @@ TaskSpec RdmaTask(const std::string& root, const node::Options& options) {
 TaskSpec GpuTask(const std::string& root, const node::Options& options) {
   TaskSpec t;
   t.name = "gpu";
-  t.checks = {"gpu.count", "gpu.nvml", "gpu.nic.affinity"};
+  t.checks = {gpu::kCount, gpu::kNvml, gpu::kNicAffinity};
   // True while an NVML call has not returned: a wedged driver is asked once, not every run.
   auto nvml_busy = std::make_shared<std::atomic<bool>>(false);
   t.run = [root, options, nvml_busy]() -> Result<TaskOutput> {
@@ -281,7 +284,7 @@ TaskSpec GpuTask(const std::string& root, const node::Options& options) {
 TaskSpec StorageTask(const std::string& root, const node::Options& options) {
   TaskSpec t;
   t.name = "storage";
-  t.checks = {"storage.mount.missing", "storage.mount.type", "lustre.import.state"};
+  t.checks = {storage::kMountMissing, storage::kMountType, storage::kLustreImportState};
   t.run = [root, mounts = options.expect.mounts]() -> Result<TaskOutput> {
     auto env = NewRootedEnv(root);
     storage::Scan scan = storage::ScanStorage(*env);

@@ -4,8 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/catalog.h"
 #include "agent/families.h"
 #include "base/strings.h"
+#include "storage/catalog.h"
 #include "sys/subprocess.h"
 
 namespace tocsin::agent {
@@ -23,7 +25,11 @@ const char* OpName(const std::string& phase) {
 }
 
 Finding ProbeFinding(const std::string& path, const std::string& message, nlohmann::json evidence) {
-  return {"storage.probe", Severity::kError, path, message, std::nullopt, std::move(evidence)};
+  return {.check = kStorageProbe,
+          .severity = Severity::kError,
+          .subject = path,
+          .message = message,
+          .evidence = std::move(evidence)};
 }
 
 }  // namespace
@@ -32,7 +38,7 @@ TaskSpec StorageProbeTask(const ProbeTaskOptions& options,
                           std::shared_ptr<prometheus::Registry> registry) {
   TaskSpec t;
   t.name = "storage-probe:" + options.path;
-  t.checks = {"storage.probe", "storage.latency.high", "storage.data.wrong"};
+  t.checks = {kStorageProbe, storage::kLatencyHigh, storage::kDataWrong};
   auto& histograms =
       prometheus::BuildHistogram()
           .Name("tocsin_storage_probe_duration_seconds")
@@ -90,12 +96,12 @@ TaskSpec StorageProbeTask(const ProbeTaskOptions& options,
     bool ok = true;
     for (const auto& f : report["findings"]) {
       std::string check = f.value("check", "");
-      if (check == "storage.timeout") {
+      if (check == storage::kTimeout) {
         // The mount stopped answering: the probe cannot tell a latency, the checks are unknown.
         return Status::Timeout(options.path + ": " + f.value("message", "did not answer"));
       }
       Finding finding;
-      finding.check = check == "storage.rank.failed" ? "storage.probe" : check;
+      finding.check = check == storage::kRankFailed ? kStorageProbe : check;
       finding.severity = ParseSeverity(f.value("severity", "error")).value_or(Severity::kError);
       finding.subject = options.path;
       finding.message = f.value("message", "");

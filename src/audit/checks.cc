@@ -1,13 +1,12 @@
 #include "audit/checks.h"
 
-#include "audit/coverage.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "audit/catalog.h"
 #include "audit/coverage.h"
 #include "audit/jobs.h"
 #include "base/strings.h"
@@ -132,7 +131,7 @@ void CheckDaemonSets(const k8s::Snapshot& snap, const Options& opt, std::vector<
     double share = static_cast<double>(missing) / static_cast<double>(ds.desired);
     int64_t age = since ? Seconds(opt.now, *since) : 0;
     Finding f;
-    f.check = "daemonset.not-ready";
+    f.check = kDaemonSetNotReady;
     f.subject = ds.ns + "/" + ds.name;
     f.since = since;
     if (share >= 0.5 && age >= kDay) {
@@ -188,17 +187,18 @@ void CheckCrashLoops(const k8s::Snapshot& snap, const Options& opt,
                              ? ""
                              : fmt::format("; last exit {} (code {})", s.last_terminated_reason,
                                            s.last_exit_code.value_or(-1));
-      out.push_back({"pod.crashloop",
-                     Severity::kError,
-                     PodRef(p),
-                     fmt::format("container {} has been crash looping for {} ({} restarts){}",
-                                 s.name, Days(age), s.restart_count, last),
-                     since,
-                     {{"container", s.name},
-                      {"image", s.image},
-                      {"node", p.node_name},
-                      {"restart_count", s.restart_count},
-                      {"message", s.waiting_message}}});
+      out.push_back(
+          {.check = kPodCrashloop,
+           .severity = Severity::kError,
+           .subject = PodRef(p),
+           .message = fmt::format("container {} has been crash looping for {} ({} restarts){}",
+                                  s.name, Days(age), s.restart_count, last),
+           .since = since,
+           .evidence = {{"container", s.name},
+                        {"image", s.image},
+                        {"node", p.node_name},
+                        {"restart_count", s.restart_count},
+                        {"message", s.waiting_message}}});
       break;
     }
   }
@@ -209,16 +209,16 @@ void CheckNodes(const k8s::Snapshot& snap, const Options& opt, std::vector<Findi
     const k8s::Condition* ready = n.FindCondition("Ready");
     if (!ready || ready->status == "True") continue;
     int64_t age = ready->last_transition ? Seconds(opt.now, *ready->last_transition) : 0;
-    out.push_back({"node.not-ready",
-                   Severity::kError,
-                   n.name,
-                   fmt::format("Ready is {} for {}{}", ready->status, Days(age),
-                               ready->reason.empty() ? "" : " (" + ready->reason + ")"),
-                   ready->last_transition,
-                   {{"status", ready->status},
-                    {"reason", ready->reason},
-                    {"message", ready->message},
-                    {"unschedulable", n.unschedulable}}});
+    out.push_back({.check = kNodeNotReady,
+                   .severity = Severity::kError,
+                   .subject = n.name,
+                   .message = fmt::format("Ready is {} for {}{}", ready->status, Days(age),
+                                          ready->reason.empty() ? "" : " (" + ready->reason + ")"),
+                   .since = ready->last_transition,
+                   .evidence = {{"status", ready->status},
+                                {"reason", ready->reason},
+                                {"message", ready->message},
+                                {"unschedulable", n.unschedulable}}});
   }
 }
 
@@ -233,14 +233,14 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
     if (IsDevicePlugin(ds, opt)) plugins.push_back(&ds);
   }
   if (plugins.empty()) {
-    out.push_back({"daemonset.coverage",
-                   Severity::kError,
-                   "cluster",
-                   fmt::format("{} nodes have RDMA hardware but no RDMA device-plugin DaemonSet "
-                               "was found (name it with --device-plugin NS/NAME)",
-                               fabric.size()),
-                   std::nullopt,
-                   {{"fabric_nodes", fabric.size()}}});
+    out.push_back(
+        {.check = kDaemonSetCoverage,
+         .severity = Severity::kError,
+         .subject = "cluster",
+         .message = fmt::format("{} nodes have RDMA hardware but no RDMA device-plugin DaemonSet "
+                                "was found (name it with --device-plugin NS/NAME)",
+                                fabric.size()),
+         .evidence = {{"fabric_nodes", fabric.size()}}});
   }
   // Device-plugin pods by node, built once (a node-by-pod scan would be quadratic).
   std::map<std::string, std::vector<std::pair<const DaemonSet*, const Pod*>>> plugin_pods;
@@ -291,12 +291,13 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
         }
       }
       if (!covered) {
-        out.push_back({"daemonset.coverage",
-                       Severity::kError,
-                       n->name,
-                       "RDMA hardware but no ready RDMA device-plugin pod: " + Join(why, "; "),
-                       since,
-                       {{"reasons", why}}});
+        out.push_back(
+            {.check = kDaemonSetCoverage,
+             .severity = Severity::kError,
+             .subject = n->name,
+             .message = "RDMA hardware but no ready RDMA device-plugin pod: " + Join(why, "; "),
+             .since = since,
+             .evidence = {{"reasons", why}}});
       }
     }
     // Advertised RDMA resources.
@@ -310,19 +311,19 @@ void CheckFabricNodes(const k8s::Snapshot& snap, const Options& opt, std::vector
     }
     if (!positive) {
       out.push_back(
-          {"node.rdma.unadvertised",
-           Severity::kError,
-           n->name,
-           (advertised.empty() ? "RDMA hardware but allocatable has no RDMA resource: pods cannot "
-                                 "request the fabric here"
-                               : "RDMA hardware but every RDMA resource is 0 in allocatable: the "
-                                 "device plugin found no devices") +
-               std::string(" (RDMA resources considered: ") + Join(considered, ", ") + ")",
-           std::nullopt,
-           {{"rdma_resources", advertised},
-            {"considered", considered},
-            {"plugin_config_sources", opt.plugin_config.sources},
-            {"plugin_config_errors", opt.plugin_config.errors}}});
+          {.check = kNodeRdmaUnadvertised,
+           .severity = Severity::kError,
+           .subject = n->name,
+           .message = (advertised.empty()
+                           ? "RDMA hardware but allocatable has no RDMA resource: pods cannot "
+                             "request the fabric here"
+                           : "RDMA hardware but every RDMA resource is 0 in allocatable: the "
+                             "device plugin found no devices") +
+                      std::string(" (RDMA resources considered: ") + Join(considered, ", ") + ")",
+           .evidence = {{"rdma_resources", advertised},
+                        {"considered", considered},
+                        {"plugin_config_sources", opt.plugin_config.sources},
+                        {"plugin_config_errors", opt.plugin_config.errors}}});
     }
   }
 }
@@ -392,12 +393,11 @@ bool IsRdmaResource(const std::string& name, const Options& options) {
 }
 
 const std::vector<std::string>& CheckIds() {
-  static const std::vector<std::string> ids = {
-      "daemonset.not-ready",      "daemonset.coverage",    "node.rdma.unadvertised",
-      "node.not-ready",           "pod.crashloop",         "job.rdma.not-requested",
-      "job.nccl.fallback-env",    "job.rdma.no-network",   "job.rdma.no-ipc-lock",
-      "job.placement.spread",     "job.placement.non-fabric", "job.storage.no-shared-volume",
-      "audit.input.incomplete",   "audit.fabric.none"};
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> out;
+    for (const auto& c : Catalog().checks) out.push_back(c.id);
+    return out;
+  }();
   return ids;
 }
 
@@ -410,31 +410,7 @@ std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options) 
   CheckFabricNodes(snapshot, options, out);
   CheckJobs(snapshot, options, out);
   CheckCoverage(snapshot, options, out);
-  // Grouped by subject: groups by their worst severity, then their oldest onset; inside a group
-  // by severity, then onset (oldest first; unknown onsets last).
-  struct Group {
-    Severity worst = Severity::kInfo;
-    std::optional<TimePoint> oldest;
-  };
-  std::map<std::string, Group> groups;
-  for (const auto& f : out) {
-    Group& g = groups[f.subject];
-    g.worst = std::max(g.worst, f.severity);
-    g.oldest = Earliest(g.oldest, f.since);
-  }
-  auto older = [](const std::optional<TimePoint>& a, const std::optional<TimePoint>& b) {
-    if (a.has_value() != b.has_value()) return a.has_value();
-    return a && b && *a < *b;
-  };
-  std::stable_sort(out.begin(), out.end(), [&](const Finding& a, const Finding& b) {
-    const Group& ga = groups.at(a.subject);
-    const Group& gb = groups.at(b.subject);
-    if (ga.worst != gb.worst) return ga.worst > gb.worst;
-    if (ga.oldest != gb.oldest) return older(ga.oldest, gb.oldest);
-    if (a.subject != b.subject) return a.subject < b.subject;
-    if (a.severity != b.severity) return a.severity > b.severity;
-    return older(a.since, b.since);
-  });
+  SortFindings(out, FindingOrder::kBySubject);
   return out;
 }
 

@@ -40,8 +40,8 @@ bool IsDevicePlugin(const k8s::DaemonSet& ds, const Options& options);
 bool IsRdmaResource(const std::string& name, const Options& options);
 
 // daemonset.not-ready, daemonset.coverage, node.rdma.unadvertised, pod.crashloop, node.not-ready,
-// the job.* checks (jobs.h) and what the input did not let them see (coverage.h). Grouped by subject; groups ordered by worst severity, then oldest
-// onset.
+// the job.* checks (jobs.h) and what the input did not let them see (coverage.h), in
+// FindingOrder::kBySubject.
 std::vector<Finding> Run(const k8s::Snapshot& snapshot, const Options& options);
 // Every check id Run can report (public API; `tocsin controller` exports a status for each).
 const std::vector<std::string>& CheckIds();

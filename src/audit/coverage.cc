@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "audit/catalog.h"
+
 namespace tocsin::audit {
 
 namespace {
@@ -36,18 +38,18 @@ Status CheckSnapshotUsable(const k8s::Snapshot& snap) {
 void CheckCoverage(const k8s::Snapshot& snap, const Options& opt, std::vector<Finding>& out) {
   // One message for the live API and a snapshot: the same cluster gives the same findings.
   if (snap.nodes.empty()) {
-    out.push_back({.check = "audit.input.incomplete",
-                   .severity = Severity::kWarning,
-                   .subject = "nodes",
-                   .message = fmt::format(
-                       "no Node objects were read (a cluster without nodes, or a snapshot "
-                       "without them: {}): node.not-ready, node.rdma.unadvertised, "
-                       "daemonset.coverage and job placement did not run",
-                       kSnapshotCommand),
-                   .evidence = {{"nodes", 0}, {"pods", snap.pods.size()}}});
+    out.push_back(
+        {.check = kInputIncomplete,
+         .severity = Severity::kWarning,
+         .subject = "nodes",
+         .message = fmt::format("no Node objects were read (a cluster without nodes, or a snapshot "
+                                "without them: {}): node.not-ready, node.rdma.unadvertised, "
+                                "daemonset.coverage and job placement did not run",
+                                kSnapshotCommand),
+         .evidence = {{"nodes", 0}, {"pods", snap.pods.size()}}});
   }
   if (snap.pods.empty()) {
-    out.push_back({.check = "audit.input.incomplete",
+    out.push_back({.check = kInputIncomplete,
                    .severity = Severity::kInfo,
                    .subject = "pods",
                    .message = fmt::format(
@@ -65,7 +67,7 @@ void CheckCoverage(const k8s::Snapshot& snap, const Options& opt, std::vector<Fi
                                        fmt::join(FabricNodeLabels(), "=true or "))
                          : "the --fabric-nodes selector";
   out.push_back(
-      {.check = "audit.fabric.none",
+      {.check = kFabricNone,
        .severity = Severity::kInfo,
        .subject = "cluster",
        .message = fmt::format("none of the {} nodes was recognised as a fabric node ({}): the "

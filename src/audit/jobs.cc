@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "audit/catalog.h"
 #include "base/strings.h"
 
 namespace tocsin::audit {
@@ -141,13 +142,14 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
     bool rdma = std::any_of(j.training.begin(), j.training.end(),
                             [&](const Pod* p) { return Requests(*p, opt); });
     if (!rdma) {
-      out.push_back({"job.rdma.not-requested",
-                     Severity::kError,
-                     Subject(j),
-                     shape + ": no pod requests an RDMA resource, so NCCL falls back to TCP "
-                             "sockets without an error (about half the throughput)",
-                     j.since,
-                     {{"pods", j.training.size()}, {"nodes", j.nodes}}});
+      out.push_back({.check = kJobRdmaNotRequested,
+                     .severity = Severity::kError,
+                     .subject = Subject(j),
+                     .message = shape +
+                                ": no pod requests an RDMA resource, so NCCL falls back to TCP "
+                                "sockets without an error (about half the throughput)",
+                     .since = j.since,
+                     .evidence = {{"pods", j.training.size()}, {"nodes", j.nodes}}});
     }
     // NCCL settings in the pod spec that turn the fabric off.
     std::set<std::string> bad_env;
@@ -158,13 +160,13 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
     }
     if (!bad_env.empty()) {
       std::vector<std::string> list(bad_env.begin(), bad_env.end());
-      out.push_back(
-          {"job.nccl.fallback-env",
-           Severity::kError,
-           Subject(j),
-           shape + ": the pod spec sets " + Join(list, ", ") + ": NCCL will not use the fabric",
-           j.since,
-           {{"env", list}}});
+      out.push_back({.check = kJobNcclFallbackEnv,
+                     .severity = Severity::kError,
+                     .subject = Subject(j),
+                     .message = shape + ": the pod spec sets " + Join(list, ", ") +
+                                ": NCCL will not use the fabric",
+                     .since = j.since,
+                     .evidence = {{"env", list}}});
     }
     if (!opt.fabric_network.empty()) {
       std::vector<std::string> missing;
@@ -176,14 +178,15 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
         }
       }
       if (!missing.empty()) {
-        out.push_back({"job.rdma.no-network",
-                       Severity::kError,
-                       Subject(j),
-                       fmt::format("{} of {} pods do not attach the fabric network {} "
-                                   "(k8s.v1.cni.cncf.io/networks)",
-                                   missing.size(), j.training.size(), opt.fabric_network),
-                       j.since,
-                       {{"pods_without_network", missing}}});
+        out.push_back(
+            {.check = kJobRdmaNoNetwork,
+             .severity = Severity::kError,
+             .subject = Subject(j),
+             .message = fmt::format("{} of {} pods do not attach the fabric network {} "
+                                    "(k8s.v1.cni.cncf.io/networks)",
+                                    missing.size(), j.training.size(), opt.fabric_network),
+             .since = j.since,
+             .evidence = {{"pods_without_network", missing}}});
       }
     }
     if (rdma) {
@@ -192,14 +195,15 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
         if (!HasIpcLock(*p)) no_lock.push_back(p->name);
       }
       if (!no_lock.empty()) {
-        out.push_back({"job.rdma.no-ipc-lock",
-                       Severity::kWarning,
-                       Subject(j),
-                       fmt::format("{} of {} pods request RDMA without IPC_LOCK (or privileged): "
-                                   "RDMA memory registration needs locked memory",
-                                   no_lock.size(), j.training.size()),
-                       j.since,
-                       {{"pods", no_lock}}});
+        out.push_back(
+            {.check = kJobRdmaNoIpcLock,
+             .severity = Severity::kWarning,
+             .subject = Subject(j),
+             .message = fmt::format("{} of {} pods request RDMA without IPC_LOCK (or privileged): "
+                                    "RDMA memory registration needs locked memory",
+                                    no_lock.size(), j.training.size()),
+             .since = j.since,
+             .evidence = {{"pods", no_lock}}});
       }
     }
     // Placement: topology blocks and nodes without the fabric.
@@ -213,14 +217,15 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
           blocks[nodes.at(n)->labels.at(label)]++;
       }
       if (blocks.size() > 1) {
-        out.push_back({"job.placement.spread",
-                       Severity::kWarning,
-                       Subject(j),
-                       fmt::format("{} spans {} topology blocks ({}): collectives cross the "
-                                   "spine",
-                                   shape, blocks.size(), label),
-                       j.since,
-                       {{"label", label}, {"nodes_per_block", blocks}}});
+        out.push_back(
+            {.check = kJobPlacementSpread,
+             .severity = Severity::kWarning,
+             .subject = Subject(j),
+             .message = fmt::format("{} spans {} topology blocks ({}): collectives cross the "
+                                    "spine",
+                                    shape, blocks.size(), label),
+             .since = j.since,
+             .evidence = {{"label", label}, {"nodes_per_block", blocks}}});
       }
     }
     if (any_fabric) {
@@ -229,26 +234,26 @@ void CheckJobs(const k8s::Snapshot& snap, const Options& opt, std::vector<Findin
         if (nodes.count(n) && !IsFabricNode(*nodes.at(n), opt)) off.push_back(n);
       }
       if (!off.empty()) {
-        out.push_back(
-            {"job.placement.non-fabric",
-             Severity::kError,
-             Subject(j),
-             fmt::format("{} of its {} nodes {} no RDMA fabric: {}", off.size(), j.nodes.size(),
-                         off.size() == 1 ? "has" : "have", Join(off, ", ")),
-             j.since,
-             {{"nodes", off}, {"launchers_not_counted", j.launchers}}});
+        out.push_back({.check = kJobPlacementNonFabric,
+                       .severity = Severity::kError,
+                       .subject = Subject(j),
+                       .message = fmt::format("{} of its {} nodes {} no RDMA fabric: {}",
+                                              off.size(), j.nodes.size(),
+                                              off.size() == 1 ? "has" : "have", Join(off, ", ")),
+                       .since = j.since,
+                       .evidence = {{"nodes", off}, {"launchers_not_counted", j.launchers}}});
       }
     }
     bool shared = std::any_of(j.pods.begin(), j.pods.end(),
                               [](const Pod* p) { return !p->shared_volumes.empty(); });
     if (!shared) {
-      out.push_back({"job.storage.no-shared-volume",
-                     Severity::kWarning,
-                     Subject(j),
-                     shape + ": no pod mounts a shared volume (PVC, NFS, CSI): checkpoints and "
-                             "data stay on node-local disks",
-                     j.since,
-                     {}});
+      out.push_back({.check = kJobStorageNoSharedVolume,
+                     .severity = Severity::kWarning,
+                     .subject = Subject(j),
+                     .message = shape +
+                                ": no pod mounts a shared volume (PVC, NFS, CSI): checkpoints and "
+                                "data stay on node-local disks",
+                     .since = j.since});
     }
   }
 }

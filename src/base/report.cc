@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "base/strings.h"
 #include "tocsin/version.h"
@@ -127,13 +128,20 @@ void RenderTable(const Table& raw, size_t max_width, std::string& out) {
   out += "\n";
 }
 
+// The findings in the report's order: every rendering sorts here, whatever filled the report.
+std::vector<Finding> Sorted(const Report& report) {
+  std::vector<Finding> findings = report.findings;
+  SortFindings(findings, report.order);
+  return findings;
+}
+
 std::string RenderText(const Report& report, size_t width) {
   std::string out =
       fmt::format("tocsin {}  host={}  at={}  status={}\n\n", report.command,
                   EscapeControl(report.host),
                   FormatRfc3339(report.generated_at), StatusName(report.findings));
   Table findings{"FINDINGS", {"SEVERITY", "CHECK", "SUBJECT", "MESSAGE", "SINCE"}, {}, {}};
-  for (const auto& f : report.findings) {
+  for (const auto& f : Sorted(report)) {
     findings.rows.push_back({std::string(SeverityName(f.severity)), f.check, f.subject, f.message,
                              f.since ? FormatRfc3339(*f.since) : "-"});
   }
@@ -152,17 +160,43 @@ std::optional<Severity> WorstSeverity(const std::vector<Finding>& findings) {
   return worst;
 }
 
-void SortFindings(std::vector<Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+void SortFindings(std::vector<Finding>& findings, FindingOrder order) {
+  if (order == FindingOrder::kBySeverity) {
+    std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+      if (a.severity != b.severity) return a.severity > b.severity;
+      if (a.check != b.check) return a.check < b.check;
+      return a.subject < b.subject;
+    });
+    return;
+  }
+  struct Group {
+    Severity worst = Severity::kInfo;
+    std::optional<TimePoint> oldest;
+  };
+  auto older = [](const std::optional<TimePoint>& a, const std::optional<TimePoint>& b) {
+    if (a.has_value() != b.has_value()) return a.has_value();
+    return a && b && *a < *b;
+  };
+  std::map<std::string, Group> groups;
+  for (const auto& f : findings) {
+    Group& g = groups[f.subject];
+    g.worst = std::max(g.worst, f.severity);
+    if (f.since && (!g.oldest || *f.since < *g.oldest)) g.oldest = f.since;
+  }
+  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
+    const Group& ga = groups.at(a.subject);
+    const Group& gb = groups.at(b.subject);
+    if (ga.worst != gb.worst) return ga.worst > gb.worst;
+    if (ga.oldest != gb.oldest) return older(ga.oldest, gb.oldest);
+    if (a.subject != b.subject) return a.subject < b.subject;
     if (a.severity != b.severity) return a.severity > b.severity;
-    if (a.check != b.check) return a.check < b.check;
-    return a.subject < b.subject;
+    return older(a.since, b.since);
   });
 }
 
 nlohmann::json ReportToJson(const Report& report) {
   nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : report.findings) {
+  for (const auto& f : Sorted(report)) {
     findings.push_back({{"check", f.check},
                         {"severity", SeverityName(f.severity)},
                         {"subject", f.subject},

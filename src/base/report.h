@@ -31,6 +31,12 @@ struct Table {
 
 // The one result struct every command fills. `inventory` is what `-o json` prints; `tables` is
 // the same inventory laid out for `-o table`.
+// The order findings are reported in, defined once (SortFindings).
+//   kBySeverity: severity (worst first), then check id, then subject.
+//   kBySubject: grouped by subject, the groups by their worst severity, then their oldest onset,
+//     then subject; inside a group by severity, then onset (oldest first; unknown onsets last).
+enum class FindingOrder { kBySeverity, kBySubject };
+
 struct Report {
   std::string command;
   std::string host;
@@ -38,12 +44,13 @@ struct Report {
   std::vector<Finding> findings;
   nlohmann::json inventory = nlohmann::json::object();
   std::vector<Table> tables;
+  FindingOrder order = FindingOrder::kBySeverity;  // the renderers print findings in this order
 };
 
 std::optional<Severity> WorstSeverity(const std::vector<Finding>& findings);
 
-// Sorts findings by severity (worst first), then check, then subject.
-void SortFindings(std::vector<Finding>& findings);
+// The one sort of findings (stable).
+void SortFindings(std::vector<Finding>& findings, FindingOrder order = FindingOrder::kBySeverity);
 
 // {"tocsin_version","command","host","generated_at","status","findings":[...],"inventory":{...}}
 nlohmann::json ReportToJson(const Report& report);

@@ -41,6 +41,61 @@ TEST(ReportTest, JsonFollowsContract) {
   EXPECT_TRUE(j["inventory"].contains("rdma"));
 }
 
+TEST(ReportTest, RenderersPrintFindingsInTheReportsOrder) {
+  Report r = Sample();  // warning first, unsorted
+  Finding info{.check = "rdma.device.missing", .severity = Severity::kInfo, .subject = "node"};
+  r.findings.insert(r.findings.begin(), info);
+  auto j = ReportToJson(r);
+  ASSERT_EQ(j["findings"].size(), 3u);
+  EXPECT_EQ(j["findings"][0]["check"], "rdma.port.down");
+  EXPECT_EQ(j["findings"][1]["check"], "rdma.port.errors");
+  EXPECT_EQ(j["findings"][2]["check"], "rdma.device.missing");
+  std::string table = RenderReport(r, OutputFormat::kTable);
+  EXPECT_LT(table.find("rdma.port.down"), table.find("rdma.port.errors")) << table;
+  EXPECT_EQ(r.findings[0].check, "rdma.device.missing");  // the report itself is untouched
+}
+
+TEST(ReportTest, SortBySeverityThenCheckThenSubject) {
+  std::vector<Finding> f = {
+      {.check = "b.x", .severity = Severity::kWarning, .subject = "2"},
+      {.check = "b.x", .severity = Severity::kWarning, .subject = "1"},
+      {.check = "a.x", .severity = Severity::kWarning, .subject = "9"},
+      {.check = "z.x", .severity = Severity::kCritical, .subject = "0"},
+  };
+  SortFindings(f);
+  EXPECT_EQ(f[0].check, "z.x");
+  EXPECT_EQ(f[1].check, "a.x");
+  EXPECT_EQ(f[2].subject, "1");
+  EXPECT_EQ(f[3].subject, "2");
+}
+
+TEST(ReportTest, SortBySubjectGroupsByWorstThenOldestOnset) {
+  std::vector<Finding> f = {
+      {.check = "a.x",
+       .severity = Severity::kWarning,
+       .subject = "n1",
+       .since = FromUnixSeconds(300)},
+      {.check = "a.y", .severity = Severity::kError, .subject = "n2"},
+      {.check = "a.z",
+       .severity = Severity::kError,
+       .subject = "n1",
+       .since = FromUnixSeconds(200)},
+      {.check = "a.w",
+       .severity = Severity::kError,
+       .subject = "n3",
+       .since = FromUnixSeconds(100)},
+      {.check = "a.v", .severity = Severity::kInfo, .subject = "n4"},
+  };
+  SortFindings(f, FindingOrder::kBySubject);
+  // n3 and n1 (error, with onsets: oldest first), then n2 (error, no onset), then n4.
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0].subject, "n3");
+  EXPECT_EQ(f[1].check, "a.z");  // n1's error first, then its warning
+  EXPECT_EQ(f[2].check, "a.x");
+  EXPECT_EQ(f[3].subject, "n2");
+  EXPECT_EQ(f[4].subject, "n4");
+}
+
 TEST(ReportTest, StatusOkWithoutFindings) {
   Report r;
   EXPECT_EQ(ReportToJson(r)["status"], "ok");
@@ -141,7 +196,7 @@ TEST(ReportTest, InvalidUtf8DoesNotThrow) {
   // Still one valid JSON document (UTF-8 throughout), the message kept with its bytes replaced.
   auto doc = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << out;
-  std::string message = doc["findings"][0]["message"];
+  std::string message = doc["findings"][1]["message"];  // the warning: printed after the error
   EXPECT_EQ(message.rfind("bad ", 0), 0u) << message;
   EXPECT_NE(message.find("bytes"), std::string::npos) << message;
   EXPECT_EQ(message.find('\xff'), std::string::npos) << message;

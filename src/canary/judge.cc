@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "base/strings.h"
+#include "bench/catalog.h"
 #include "bench/verdict.h"
+#include "canary/catalog.h"
 #include "canary/scheduler_message.h"
 
 namespace tocsin::canary {
@@ -55,11 +57,11 @@ std::string Secs(std::chrono::nanoseconds d) {
 }  // namespace
 
 const std::vector<std::string>& CheckIds() {
-  static const std::vector<std::string> ids = {
-      "canary.unschedulable", "canary.admission",          "canary.node-admission",
-      "canary.sandbox",       "canary.image",              "canary.rank-failed",
-      "canary.transport.not-rdma", "canary.busbw.low",     "canary.placement",
-      "canary.stale",         "canary.setup"};
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> out;
+    for (const auto& c : Catalog().checks) out.push_back(c.id);
+    return out;
+  }();
   return ids;
 }
 
@@ -75,7 +77,7 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
                             ? "a queue such as Kueue did not admit it, or a ResourceQuota, "
                               "LimitRange or Pod Security level refused its pod"
                             : "FailedCreate: " + Quote(r.job_events.back(), kMaxQuoted);
-      return Fault(Kind::kCanaryFault, "canary.admission", "",
+      return Fault(Kind::kCanaryFault, kAdmission, "",
                    fmt::format("rank {}'s Job made no pod in {}: {}", r.rank,
                                Secs(now - *r.job_created), why),
                    {{"rank", r.rank}, {"node", node}, {"events", r.job_events}});
@@ -86,14 +88,14 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
   TimePoint created = pod.created.value_or(*r.job_created);
   bool overdue = force || now - created >= o.pending_deadline;
   if (!pod.node_name.empty() && pod.node_name != node) {
-    return Fault(Kind::kCanaryFault, "canary.placement", "",
+    return Fault(Kind::kCanaryFault, kPlacement, "",
                  fmt::format("rank {} was planned on {} and runs on {} (a mutating webhook or a "
                              "scheduler changed its affinity)",
                              r.rank, node, pod.node_name),
                  {{"rank", r.rank}, {"planned", node}, {"node", pod.node_name}});
   }
   if (pod.phase == "Failed" && NodeAdmissionReason(pod.reason)) {
-    return Fault(Kind::kNodeFault, "canary.node-admission", node,
+    return Fault(Kind::kNodeFault, kNodeAdmission, node,
                  fmt::format("the kubelet on {} refused rank {}: {}: {}", node, r.rank, pod.reason,
                              Quote(pod.message, kMaxQuoted)),
                  {{"reason", pod.reason}, {"message", EscapeControl(pod.message.substr(0, 1024))}});
@@ -121,7 +123,7 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
       for (const std::string& res : o.resources) fabric |= cause == "Insufficient " + res;
     }
     if (!fabric) {
-      return Fault(Kind::kCanaryFault, "canary.unschedulable", "",
+      return Fault(Kind::kCanaryFault, kUnschedulable, "",
                    fmt::format("rank {} for {} has been Pending for {} for a reason that is not "
                                "the fabric (tolerations: --canary-env-from; requests: the nodes' "
                                "free CPU and memory): {}",
@@ -130,19 +132,18 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
                                             : EscapeControl(text.substr(0, 1024))),
                    std::move(ev));
     }
-    return Fault(Kind::kNodeFault, "canary.unschedulable", node,
-                 fmt::format("rank {} for {} has been Pending for {}: {}", r.rank, node,
-                             Secs(now - created),
-                             text.empty() ? "the scheduler has said nothing (is it running?)"
-                                          : EscapeControl(text.substr(0, 1024))),
-                 std::move(ev));
+    return Fault(
+        Kind::kNodeFault, kUnschedulable, node,
+        fmt::format("rank {} for {} has been Pending for {}: {}", r.rank, node, Secs(now - created),
+                    text.empty() ? "the scheduler has said nothing (is it running?)"
+                                 : EscapeControl(text.substr(0, 1024))),
+        std::move(ev));
   }
   const k8s::ContainerStatus* st = Bench(pod);
   if (st && ImageReason(st->waiting_reason) && overdue) {
-    return Fault(Kind::kCanaryFault, "canary.image", "",
+    return Fault(Kind::kCanaryFault, kImage, "",
                  fmt::format("rank {} on {} cannot pull its image {} (--canary-image): {}: {}",
-                             r.rank, node,
-                             Quote(st->image, 200), st->waiting_reason,
+                             r.rank, node, Quote(st->image, 200), st->waiting_reason,
                              Quote(st->waiting_message, kMaxQuoted)),
                  {{"reason", st->waiting_reason}, {"image", st->image}});
   }
@@ -167,7 +168,7 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
                          (e.find("network-attachment-definitions") != std::string::npos &&
                           e.find("not found") != std::string::npos);
     }
-    return Fault(missing_network ? Kind::kCanaryFault : Kind::kNodeFault, "canary.sandbox",
+    return Fault(missing_network ? Kind::kCanaryFault : Kind::kNodeFault, kSandbox,
                  missing_network ? "" : node,
                  fmt::format("rank {} on {} has not started in {}: {}", r.rank, node,
                              Secs(now - created), why),
@@ -175,11 +176,11 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
   }
   if (st && st->exit_code) return Fault(Kind::kPass, "", node, "");  // ended: the pair judges
   if (pod.phase == "Failed") {  // killed before its container ran (activeDeadlineSeconds, ...)
-    return Fault(Kind::kPairFault, "canary.rank-failed", "",
-                 fmt::format("rank {} on {} failed: {}: {}", r.rank, node,
-                             pod.reason.empty() ? "no reason" : pod.reason,
-                             Quote(pod.message, kMaxQuoted)),
-                 {{"rank", r.rank}, {"reason", pod.reason}});
+    return Fault(
+        Kind::kPairFault, kRankFailed, "",
+        fmt::format("rank {} on {} failed: {}: {}", r.rank, node,
+                    pod.reason.empty() ? "no reason" : pod.reason, Quote(pod.message, kMaxQuoted)),
+        {{"rank", r.rank}, {"reason", pod.reason}});
   }
   return {};  // running
 }
@@ -256,7 +257,7 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
   std::string pair = r0.planned_node + " and " + r1.planned_node;
   const std::optional<bench::Verdict>& v = e0.verdict ? e0.verdict : e1.verdict;
   if (!v) {
-    return Fault(Kind::kPairFault, "canary.rank-failed", "",
+    return Fault(Kind::kPairFault, kRankFailed, "",
                  fmt::format("the canary between {} ended without a verdict: rank 0 exited {} "
                              "({}){}",
                              pair, e0.status->exit_code.value_or(-1), e0.error,
@@ -272,20 +273,20 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
   for (const auto& rank : v->ranks) {
     const RankView& planned = rank.rank == 0 ? r0 : r1;
     if (rank.rank > 1 || rank.node.empty() || rank.node == planned.planned_node) continue;
-    return Fault(Kind::kCanaryFault, "canary.placement", "",
+    return Fault(Kind::kCanaryFault, kPlacement, "",
                  fmt::format("rank {} was planned on {} and reports node {}", rank.rank,
                              planned.planned_node, Quote(rank.node, 253)),
                  ev);
   }
-  const bench::VerdictFinding* not_rdma = FindCheck(e0.verdict, "net.transport.not-rdma");
-  if (!not_rdma) not_rdma = FindCheck(e1.verdict, "net.transport.not-rdma");
+  const bench::VerdictFinding* not_rdma = FindCheck(e0.verdict, bench::kNetTransportNotRdma);
+  if (!not_rdma) not_rdma = FindCheck(e1.verdict, bench::kNetTransportNotRdma);
   // Not RDMA: said so, or a path known to be sockets, or a run that ended well on a path it could
   // not determine (a run that failed before its path was up says nothing of the path).
   bool undetermined_ok = !v->rdma && v->exit == 0;
   if (o.expect == "rdma" && (not_rdma || (v->rdma && !*v->rdma) || undetermined_ok)) {
     std::string bw;
     for (const auto& t : v->tests) bw += fmt::format(", {} {:.2f} GB/s", t.test, t.busbw);
-    return Fault(Kind::kPairFault, "canary.transport.not-rdma", "",
+    return Fault(Kind::kPairFault, kTransportNotRdma, "",
                  fmt::format("the canary between {} ran over {}{} instead of RDMA{}{}", pair,
                              v->transport.empty() ? "an undetermined path" : v->transport,
                              v->provider.empty() ? "" : " (provider " + v->provider + ")",
@@ -293,10 +294,10 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
                              not_rdma ? ": " + Quote(not_rdma->message, kMaxQuoted) : ""),
                  ev);
   }
-  const bench::VerdictFinding* low = FindCheck(e0.verdict, "net.busbw.low");
+  const bench::VerdictFinding* low = FindCheck(e0.verdict, bench::kNetBusbwLow);
   for (const auto& t : v->tests) {
     if (!low && o.min_busbw > 0 && t.busbw < o.min_busbw) {
-      return Fault(Kind::kPairFault, "canary.busbw.low", "",
+      return Fault(Kind::kPairFault, kBusbwLow, "",
                    fmt::format("the canary between {}: {} bus bandwidth {:.2f} GB/s is below the "
                                "floor {:.2f} GB/s",
                                pair, t.test, t.busbw, o.min_busbw),
@@ -304,7 +305,7 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
     }
   }
   if (low) {
-    return Fault(Kind::kPairFault, "canary.busbw.low", "",
+    return Fault(Kind::kPairFault, kBusbwLow, "",
                  fmt::format("the canary between {}: {}", pair, Quote(low->message, kMaxQuoted)),
                  ev);
   }
@@ -319,7 +320,7 @@ Judgement JudgePair(const RankView& r0, const RankView& r1, const JudgeOptions& 
       }
     }
     ev["exit1"] = exit1;
-    return Fault(Kind::kPairFault, "canary.rank-failed", "",
+    return Fault(Kind::kPairFault, kRankFailed, "",
                  fmt::format("the canary between {} failed (rank 0 exit {}, rank 1 exit {}){}",
                              pair, exit0, exit1, why.empty() ? "" : ": " + why),
                  ev);

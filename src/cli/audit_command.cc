@@ -86,6 +86,7 @@ int RunAudit(const AuditFlags& f) {
   report.host = f.from.empty() ? snapshot.sources.back() : "snapshot";
   report.generated_at = Clock::now();
   report.findings = audit::Run(snapshot, options);
+  report.order = FindingOrder::kBySubject;
   report.inventory = audit::Inventory(snapshot, options);
   report.tables = audit::Tables(snapshot, options);
   if (f.summary) report.tables.insert(report.tables.begin(), audit::SummaryTable(report.findings));

@@ -1,5 +1,4 @@
 #include "cli/bench_command.h"
-#include "cli/number_flags.h"
 
 #include <unistd.h>
 
@@ -13,10 +12,12 @@
 #include <optional>
 
 #include "base/strings.h"
+#include "bench/catalog.h"
 #include "bench/net_bench.h"
 #include "bench/storage_bench.h"
 #include "bench/storage_child.h"
 #include "bench/verdict.h"
+#include "cli/number_flags.h"
 #include "cli/rank_flags.h"
 #include "cli/report_flags.h"
 
@@ -125,7 +126,8 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   if (o.world.rank == 0) return EmitAfterProgress(f.report, *report, progress);
   // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
-    if (finding.check != "net.rank.failed" && finding.check != "net.transport.not-rdma") continue;
+    if (finding.check != bench::kNetRankFailed && finding.check != bench::kNetTransportNotRdma)
+      continue;
     // One write per line: local ranks share the terminal (or a pod's log) and must not interleave.
     std::cerr << ("tocsin: bench net rank " + std::to_string(o.world.rank) + ": " + finding.check +
                   ": " + finding.message + "\n");

@@ -5,8 +5,9 @@
 
 #include <random>
 
-#include "base/strings.h"
 #include "base/json_fields.h"
+#include "base/strings.h"
+#include "canary/catalog.h"
 #include "controller/canary_metrics.h"
 #include "controller/canary_runner.h"
 #include "controller/log.h"
@@ -17,12 +18,10 @@ using nlohmann::json;
 
 namespace {
 
+// The catalogue's: the canary's own setup and slow or stale coverage warn, a broken node errs.
 Severity SeverityOf(const std::string& check) {
-  if (check == "canary.stale" || check == "canary.busbw.low" || check == "canary.placement" ||
-      check == "canary.admission") {
-    return Severity::kWarning;
-  }
-  return Severity::kError;
+  const CheckInfo* info = canary::Catalog().Find(check);
+  return info ? info->severity : Severity::kError;
 }
 
 std::string Token() {
@@ -335,8 +334,11 @@ void CanaryRunner::Rebuild(TimePoint now) {
                    .message = fault.second, .since = fault.first});
   }
   if (!setup_problem_.empty()) {
-    out.push_back({.check = "canary.setup", .severity = Severity::kError, .subject = "canary",
-                   .message = "canaries cannot run: " + setup_problem_, .since = setup_since_});
+    out.push_back({.check = canary::kSetup,
+                   .severity = Severity::kError,
+                   .subject = "canary",
+                   .message = "canaries cannot run: " + setup_problem_,
+                   .since = setup_since_});
   }
   std::map<std::string, double> last_pass;
   for (const auto& n : all) {
@@ -349,7 +351,7 @@ void CanaryRunner::Rebuild(TimePoint now) {
     std::optional<TimePoint> from = last;
     if (!from && seen != state_.first_seen.end()) from = seen->second;
     if (from && now - *from > window) {
-      out.push_back({.check = "canary.stale",
+      out.push_back({.check = canary::kStale,
                      .severity = Severity::kWarning,
                      .subject = n.name,
                      .message = last ? fmt::format("no canary has passed on {} since {} (more "

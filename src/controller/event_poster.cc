@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/catalog.h"
 #include "base/strings.h"
 #include "controller/log.h"
 
@@ -24,7 +25,7 @@ std::optional<k8s::EventSpec> EventFor(const Transition& t, const ObjectCache& c
     e.kind = "Pod";
     e.object_ns = parts[0];
     e.name = parts[1];
-  } else if ((f.check.rfind("node.", 0) == 0 || f.check == "daemonset.coverage" ||
+  } else if ((f.check.rfind("node.", 0) == 0 || f.check == audit::kDaemonSetCoverage ||
               (f.check.rfind("canary.", 0) == 0 && f.subject != "canary")) &&
              parts.size() == 1) {
     e.api_version = "v1";

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "nccl/analyzer.h"
+#include "nccl/catalog.h"
 
 namespace tocsin::nccl {
 namespace {
@@ -62,25 +63,23 @@ Finding WarningFinding(const std::string& subject, const Warnings& w, bool initi
     } else {
       why = "no Init COMPLETE followed it";
     }
-    return {"nccl.init.failed",
-            Severity::kError,
-            subject,
-            fmt::format("{} NCCL WARN line(s), {}: {}", w.count, why,
-                        first != nullptr ? first->text : "(text not kept)"),
-            std::nullopt,
-            std::move(evidence)};
+    return {.check = kInitFailed,
+            .severity = Severity::kError,
+            .subject = subject,
+            .message = fmt::format("{} NCCL WARN line(s), {}: {}", w.count, why,
+                                   first != nullptr ? first->text : "(text not kept)"),
+            .evidence = std::move(evidence)};
   }
   const Warning* first = w.kept.empty() ? nullptr : &w.kept.front();
   std::string why = first == nullptr                      ? ""
                     : first->kind == WarnKind::kBenign ? " (NCCL goes on after it)"
                                                        : " (Init COMPLETE followed it)";
-  return {"nccl.warn",
-          Severity::kInfo,
-          subject,
-          fmt::format("{} NCCL WARN line(s) that did not fail init: {}{}", w.count,
-                      first != nullptr ? first->text : "", why),
-          std::nullopt,
-          std::move(evidence)};
+  return {.check = kWarn,
+          .severity = Severity::kInfo,
+          .subject = subject,
+          .message = fmt::format("{} NCCL WARN line(s) that did not fail init: {}{}", w.count,
+                                 first != nullptr ? first->text : "", why),
+          .evidence = std::move(evidence)};
 }
 
 }  // namespace
@@ -111,18 +110,18 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
     }
     if (!determined && !processes_.empty()) {
       out.push_back(
-          {"nccl.transport.unknown",
-           Severity::kWarning,
-           "job",
-           fmt::format("RDMA is expected, but none of the {} processes on {} host(s) logged the "
-                       "transport of its inter-node traffic ({}): cannot tell",
-                       processes_.size(), hosts.size(),
-                       hosts.size() > 1 ? "the log ends before NCCL chose its network and channels"
-                                        : "one host: no inter-node traffic to judge"),
-           std::nullopt,
-           {{"result", "unknown"},
-            {"processes", processes_.size()},
-            {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())}}});
+          {.check = kTransportUnknown,
+           .severity = Severity::kWarning,
+           .subject = "job",
+           .message = fmt::format(
+               "RDMA is expected, but none of the {} processes on {} host(s) logged the "
+               "transport of its inter-node traffic ({}): cannot tell",
+               processes_.size(), hosts.size(),
+               hosts.size() > 1 ? "the log ends before NCCL chose its network and channels"
+                                : "one host: no inter-node traffic to judge"),
+           .evidence = {{"result", "unknown"},
+                        {"processes", processes_.size()},
+                        {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())}}});
     }
   }
   int rdma_procs = 0;
@@ -156,44 +155,42 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
           options_.expect_rdma
               ? "RDMA is expected"
               : fmt::format("{} other process(es) of this job use RDMA", rdma_procs);
-      out.push_back(
-          {"nccl.transport.socket",
-           Severity::kError,
-           p.Subject(),
-           fmt::format("inter-node traffic goes over TCP sockets while {}: {}", against, why),
-           std::nullopt,
-           {{"host", p.host},
-            {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
-            {"ranks", p.RankList()},
-            {"network", p.network},
-            {"net_channels", p.net_channels},
-            {"nics", p.nics},
-            {"ib_no_device", p.ib_no_device},
-            {"plugin_failures", p.plugin_failures},
-            {"env", p.env},
-            {"nccl_version", p.version},
-            {"source", p.source}}});
+      out.push_back({.check = kTransportSocket,
+                     .severity = Severity::kError,
+                     .subject = p.Subject(),
+                     .message = fmt::format("inter-node traffic goes over TCP sockets while {}: {}",
+                                            against, why),
+                     .evidence = {{"host", p.host},
+                                  {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
+                                  {"ranks", p.RankList()},
+                                  {"network", p.network},
+                                  {"net_channels", p.net_channels},
+                                  {"nics", p.nics},
+                                  {"ib_no_device", p.ib_no_device},
+                                  {"plugin_failures", p.plugin_failures},
+                                  {"env", p.env},
+                                  {"nccl_version", p.version},
+                                  {"source", p.source}}});
     }
     if (options_.expect_gdr && IsRdmaNetwork(net) && p.NetChannelCount() > 0 &&
         p.gdr_channels == 0) {
-      out.push_back({"nccl.gdr.absent",
-                     Severity::kWarning,
-                     p.Subject(),
-                     fmt::format("{} NET/{} channels without GPUDirect RDMA (no /GDRDMA): data "
-                                 "is staged through host memory",
-                                 p.NetChannelCount(), net),
-                     std::nullopt,
-                     {{"net_channels", p.net_channels}, {"gdr_channels", p.gdr_channels}}});
+      out.push_back(
+          {.check = kGdrAbsent,
+           .severity = Severity::kWarning,
+           .subject = p.Subject(),
+           .message = fmt::format("{} NET/{} channels without GPUDirect RDMA (no /GDRDMA): data "
+                                  "is staged through host memory",
+                                  p.NetChannelCount(), net),
+           .evidence = {{"net_channels", p.net_channels}, {"gdr_channels", p.gdr_channels}}});
     }
     for (const auto& risky : kRisky) {
       auto it = p.env.find(risky.name);
       if (it == p.env.end() || it->second != risky.value) continue;
-      out.push_back({"nccl.env.risky",
-                     Severity::kWarning,
-                     p.Subject(),
-                     fmt::format("{}={}: {}", risky.name, it->second, risky.why),
-                     std::nullopt,
-                     {{"name", risky.name}, {"value", it->second}, {"host", p.host}}});
+      out.push_back({.check = kEnvRisky,
+                     .severity = Severity::kWarning,
+                     .subject = p.Subject(),
+                     .message = fmt::format("{}={}: {}", risky.name, it->second, risky.why),
+                     .evidence = {{"name", risky.name}, {"value", it->second}, {"host", p.host}}});
     }
   }
   // nccl.transport.mixed: one communicator (commId; the whole job when NCCL predates commId)
@@ -212,13 +209,12 @@ void Analyzer::FindingsForTransport(std::vector<Finding>& out) const {
     for (const auto& [net, who] : nets) {
       list += fmt::format("{}{} on {}", list.empty() ? "" : ", ", who.size(), net);
     }
-    out.push_back({"nccl.transport.mixed",
-                   Severity::kError,
-                   id == "job" ? "job" : "comm " + id,
-                   "ranks of one communicator use different networks: " + list +
-                       "; collectives run at the speed of the slowest",
-                   std::nullopt,
-                   {{"networks", nets}}});
+    out.push_back({.check = kTransportMixed,
+                   .severity = Severity::kError,
+                   .subject = id == "job" ? "job" : "comm " + id,
+                   .message = "ranks of one communicator use different networks: " + list +
+                              "; collectives run at the speed of the slowest",
+                   .evidence = {{"networks", nets}}});
   }
 }
 
@@ -241,21 +237,22 @@ void Analyzer::FindingsForPerf(std::vector<Finding>& out) const {
       double max_error =
           std::max(row.out_of_place.max_error.value_or(0), row.in_place.max_error.value_or(0));
       out.push_back(
-          {"nccl.wrong",
-           Severity::kError,
-           fmt::format("{} size {}", test, row.size),
-           wrong > 0 ? fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
-                                   wrong, row.size)
-                     : fmt::format("error {:g} at {} bytes, marked out of bounds by nccl-tests: "
-                                   "the collective corrupted data",
-                                   max_error, row.size),
-           std::nullopt,
-           {{"size", row.size},
-            {"out_of_place_wrong", row.out_of_place.wrong.value_or(0)},
-            {"in_place_wrong", row.in_place.wrong.value_or(0)},
-            {"out_of_place_max_error", error_json(row.out_of_place.max_error)},
-            {"in_place_max_error", error_json(row.in_place.max_error)},
-            {"out_of_bounds", oob}}});
+          {.check = kWrong,
+           .severity = Severity::kError,
+           .subject = fmt::format("{} size {}", test, row.size),
+           .message =
+               wrong > 0
+                   ? fmt::format("{} wrong elements at {} bytes: the collective corrupted data",
+                                 wrong, row.size)
+                   : fmt::format("error {:g} at {} bytes, marked out of bounds by nccl-tests: "
+                                 "the collective corrupted data",
+                                 max_error, row.size),
+           .evidence = {{"size", row.size},
+                        {"out_of_place_wrong", row.out_of_place.wrong.value_or(0)},
+                        {"in_place_wrong", row.in_place.wrong.value_or(0)},
+                        {"out_of_place_max_error", error_json(row.out_of_place.max_error)},
+                        {"in_place_max_error", error_json(row.in_place.max_error)},
+                        {"out_of_bounds", oob}}});
     }
     if (!row_found && run.out_of_bounds.value_or(0) > 0) {
       const PerfRow* worst = nullptr;
@@ -275,26 +272,25 @@ void Analyzer::FindingsForPerf(std::vector<Finding>& out) const {
         evidence["largest_error_size"] = worst->size;
         largest = fmt::format(" (largest error {:g}, at {} bytes)", worst_error, worst->size);
       }
-      out.push_back({"nccl.wrong",
-                     Severity::kError,
-                     test,
-                     fmt::format("nccl-tests counted {} row(s) out of bounds{}: the collective "
-                                 "corrupted data",
-                                 *run.out_of_bounds, largest),
-                     std::nullopt,
-                     std::move(evidence)});
+      out.push_back(
+          {.check = kWrong,
+           .severity = Severity::kError,
+           .subject = test,
+           .message = fmt::format("nccl-tests counted {} row(s) out of bounds{}: the collective "
+                                  "corrupted data",
+                                  *run.out_of_bounds, largest),
+           .evidence = std::move(evidence)});
     }
     auto avg = run.avg_busbw ? run.avg_busbw : run.ComputedAvgBusbw();
     if (options_.min_busbw && avg && *avg < *options_.min_busbw) {
-      out.push_back({"nccl.busbw.low",
-                     Severity::kError,
-                     test,
-                     fmt::format("average bus bandwidth {:g} GB/s is below {:g} GB/s", *avg,
-                                 *options_.min_busbw),
-                     std::nullopt,
-                     {{"avg_busbw_gbps", *avg},
-                      {"min_busbw_gbps", *options_.min_busbw},
-                      {"rows", run.rows.size()}}});
+      out.push_back({.check = kBusbwLow,
+                     .severity = Severity::kError,
+                     .subject = test,
+                     .message = fmt::format("average bus bandwidth {:g} GB/s is below {:g} GB/s",
+                                            *avg, *options_.min_busbw),
+                     .evidence = {{"avg_busbw_gbps", *avg},
+                                  {"min_busbw_gbps", *options_.min_busbw},
+                                  {"rows", run.rows.size()}}});
     }
   }
 }
@@ -304,29 +300,29 @@ std::vector<Finding> Analyzer::Findings() const {
   if (info_lines_ == 0) {
     std::vector<std::string> names;
     for (const auto& in : inputs_) names.push_back(in.name);
-    out.push_back({"nccl.log.no-debug",
-                   Severity::kWarning,
-                   "job",
-                   "no NCCL INFO lines: cannot tell which transport was used; rerun with "
-                   "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
-                   std::nullopt,
-                   {{"inputs", names}}});
+    out.push_back({.check = kLogNoDebug,
+                   .severity = Severity::kWarning,
+                   .subject = "job",
+                   .message =
+                       "no NCCL INFO lines: cannot tell which transport was used; rerun with "
+                       "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
+                   .evidence = {{"inputs", names}}});
   }
   if (Capped()) {
-    out.push_back({"nccl.log.capped",
-                   Severity::kWarning,
-                   "job",
-                   fmt::format("{} NCCL lines and {} nccl-tests rows or runs were not analysed: "
-                               "more than {} processes or {} MiB of what they logged (a real job "
-                               "logs less); cannot tell about them",
-                               dropped_lines_, perf_.dropped(), options_.max_processes,
-                               options_.max_bytes >> 20),
-                   std::nullopt,
-                   {{"result", "unknown"},
-                    {"dropped_lines", dropped_lines_},
-                    {"dropped_perf", perf_.dropped()},
-                    {"max_processes", options_.max_processes},
-                    {"max_bytes", options_.max_bytes}}});
+    out.push_back(
+        {.check = kLogCapped,
+         .severity = Severity::kWarning,
+         .subject = "job",
+         .message = fmt::format("{} NCCL lines and {} nccl-tests rows or runs were not analysed: "
+                                "more than {} processes or {} MiB of what they logged (a real job "
+                                "logs less); cannot tell about them",
+                                dropped_lines_, perf_.dropped(), options_.max_processes,
+                                options_.max_bytes >> 20),
+         .evidence = {{"result", "unknown"},
+                      {"dropped_lines", dropped_lines_},
+                      {"dropped_perf", perf_.dropped()},
+                      {"max_processes", options_.max_processes},
+                      {"max_bytes", options_.max_bytes}}});
   }
   FindingsForTransport(out);
   FindingsForWarnings(out);

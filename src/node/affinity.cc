@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpu/catalog.h"
+
 namespace tocsin::node {
 
 std::vector<GpuAffinity> ComputeAffinity(const gpu::Scan& gpus, const rdma::Scan& rdma) {
@@ -32,19 +34,18 @@ void CheckAffinity(const std::vector<GpuAffinity>& affinity, const gpu::Scan& gp
     if (!g.pci) {
       for (const auto& i : g.issues) {
         if (i.field == "device") {
-          out.push_back(UnknownFinding("gpu.nic.affinity", g.pci_address, i.path, i.error));
+          out.push_back(UnknownFinding(gpu::kNicAffinity, g.pci_address, i.path, i.error));
         }
       }
     }
   }
   for (const auto& a : affinity) {
     if (a.nic.empty()) {
-      out.push_back({"gpu.nic.affinity",
-                     Severity::kWarning,
-                     a.gpu,
-                     "no RDMA NIC has a readable PCI location to compare with",
-                     std::nullopt,
-                     {{"result", "unknown"}}});
+      out.push_back({.check = gpu::kNicAffinity,
+                     .severity = Severity::kWarning,
+                     .subject = a.gpu,
+                     .message = "no RDMA NIC has a readable PCI location to compare with",
+                     .evidence = {{"result", "unknown"}}});
       continue;
     }
     if (SharesPcieSwitch(a.path)) continue;
@@ -52,7 +53,11 @@ void CheckAffinity(const std::vector<GpuAffinity>& affinity, const gpu::Scan& gp
                                {"nearest_nic", a.nic},
                                {"nic_numa_node", a.nic_numa},
                                {"path_type", PciPathTypeName(a.path)}};
-    Finding f{"gpu.nic.affinity", Severity::kWarning, a.gpu, "", std::nullopt, evidence};
+    Finding f{.check = gpu::kNicAffinity,
+              .severity = Severity::kWarning,
+              .subject = a.gpu,
+              .message = "",
+              .evidence = evidence};
     switch (a.path) {
       case PciPathType::kSys:
         f.severity = Severity::kError;

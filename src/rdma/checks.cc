@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "rdma/catalog.h"
+
 namespace tocsin::rdma {
 namespace {
 
@@ -43,12 +45,12 @@ void CheckPortState(const Device& dev, const Port& port, std::vector<Finding>& o
   std::string subject = PortSubject(dev, port);
   if (!port.state || !port.phys_state) {
     const ReadIssue* issue = FindIssue(port, port.state ? "phys_state" : "state");
-    if (issue) out.push_back(UnknownFinding("rdma.port.down", subject, issue->path, issue->error));
+    if (issue) out.push_back(UnknownFinding(kPortDown, subject, issue->path, issue->error));
     return;
   }
   if (port.state->code == kPortActive && port.phys_state->code == kPhysLinkUp) return;
   Finding f;
-  f.check = "rdma.port.down";
+  f.check = kPortDown;
   f.severity = port.phys_state->code == kPhysDisabled ? Severity::kWarning : Severity::kError;
   f.subject = subject;
   f.message = fmt::format("state {}, phys_state {}: {}", StateText(port.state),
@@ -87,7 +89,7 @@ void CheckRate(const Device& dev, const Port& port, std::optional<double> min_gb
     // An ACTIVE port whose rate cannot be read or parsed: unknown, with or without a floor (a
     // degraded link would hide behind it).
     const ReadIssue* issue = FindIssue(port, "rate");
-    if (issue) out.push_back(UnknownFinding("rdma.port.rate", subject, issue->path, issue->error));
+    if (issue) out.push_back(UnknownFinding(kPortRate, subject, issue->path, issue->error));
     return;
   }
   double peer = peers.at(PeerKey(dev, port));
@@ -109,8 +111,11 @@ void CheckRate(const Device& dev, const Port& port, std::optional<double> min_gb
                                     port.rate->width, port.rate->speed);
   for (size_t i = 0; i < facts.size(); ++i) message += (i ? "; " : ", ") + facts[i];
   if (min_gbps && !below_floor) message += fmt::format("; --expect-rate {:g} is met", *min_gbps);
-  out.push_back({"rdma.port.rate", below_floor ? Severity::kError : Severity::kWarning, subject,
-                 message, std::nullopt, evidence});
+  out.push_back({.check = kPortRate,
+                 .severity = below_floor ? Severity::kError : Severity::kWarning,
+                 .subject = subject,
+                 .message = message,
+                 .evidence = evidence});
 }
 
 void CheckLinkLayer(const Device& dev, const Port& port, const std::string& expected,
@@ -118,17 +123,16 @@ void CheckLinkLayer(const Device& dev, const Port& port, const std::string& expe
   std::string subject = PortSubject(dev, port);
   if (port.link_layer.empty()) {
     if (const ReadIssue* issue = FindIssue(port, "link_layer")) {
-      out.push_back(UnknownFinding("rdma.port.link-layer", subject, issue->path, issue->error));
+      out.push_back(UnknownFinding(kPortLinkLayer, subject, issue->path, issue->error));
     }
     return;
   }
   if (port.link_layer == expected) return;
-  out.push_back({"rdma.port.link-layer",
-                 Severity::kError,
-                 subject,
-                 fmt::format("link layer is {}, expected {}", port.link_layer, expected),
-                 std::nullopt,
-                 {{"link_layer", port.link_layer}, {"expected", expected}}});
+  out.push_back({.check = kPortLinkLayer,
+                 .severity = Severity::kError,
+                 .subject = subject,
+                 .message = fmt::format("link layer is {}, expected {}", port.link_layer, expected),
+                 .evidence = {{"link_layer", port.link_layer}, {"expected", expected}}});
 }
 
 void CheckErrors(const Device& dev, const Port& port, std::vector<Finding>& out) {
@@ -139,7 +143,7 @@ void CheckErrors(const Device& dev, const Port& port, std::vector<Finding>& out)
   for (const char* name : kErrorCounters) {
     std::string field = std::string("counters/") + name;
     if (const ReadIssue* issue = FindIssue(port, field)) {
-      out.push_back(UnknownFinding("rdma.port.errors", subject, issue->path, issue->error));
+      out.push_back(UnknownFinding(kPortErrors, subject, issue->path, issue->error));
       continue;
     }
     auto it = port.counters.find(name);
@@ -156,8 +160,11 @@ void CheckErrors(const Device& dev, const Port& port, std::vector<Finding>& out)
   evidence["saturated"] = saturated;
   std::string list;
   for (size_t i = 0; i < parts.size(); ++i) list += (i ? ", " : "") + parts[i];
-  out.push_back({"rdma.port.errors", Severity::kWarning, subject,
-                 "error counters are non-zero: " + list, std::nullopt, evidence});
+  out.push_back({.check = kPortErrors,
+                 .severity = Severity::kWarning,
+                 .subject = subject,
+                 .message = "error counters are non-zero: " + list,
+                 .evidence = evidence});
 }
 
 }  // namespace
@@ -168,8 +175,7 @@ std::string PortSubject(const Device& dev, const Port& port) {
 
 void CheckScan(const Scan& scan, const Expectations& expect, std::vector<Finding>& out) {
   if (scan.error) {
-    out.push_back(
-        UnknownFinding("rdma.device.missing", "node", scan.error->path, scan.error->error));
+    out.push_back(UnknownFinding(kDeviceMissing, "node", scan.error->path, scan.error->error));
     return;
   }
   int active = 0;
@@ -184,24 +190,23 @@ void CheckScan(const Scan& scan, const Expectations& expect, std::vector<Finding
     if (active < *expect.active_ports) {
       std::string why =
           !scan.present ? " (no /sys/class/infiniband: no RDMA driver is loaded)" : "";
-      out.push_back({"rdma.device.missing",
-                     Severity::kError,
-                     "node",
-                     fmt::format("expected {} ACTIVE RDMA ports, found {}{}", *expect.active_ports,
-                                 active, why),
-                     std::nullopt,
-                     {{"expected_active_ports", *expect.active_ports},
-                      {"active_ports", active},
-                      {"ports", port_states}}});
+      out.push_back({.check = kDeviceMissing,
+                     .severity = Severity::kError,
+                     .subject = "node",
+                     .message = fmt::format("expected {} ACTIVE RDMA ports, found {}{}",
+                                            *expect.active_ports, active, why),
+                     .evidence = {{"expected_active_ports", *expect.active_ports},
+                                  {"active_ports", active},
+                                  {"ports", port_states}}});
     }
   } else if (scan.devices.empty()) {
-    out.push_back({"rdma.device.missing",
-                   Severity::kInfo,
-                   "node",
-                   scan.present ? "no RDMA devices in /sys/class/infiniband"
-                                : "no RDMA devices on this node (no /sys/class/infiniband)",
-                   std::nullopt,
-                   {{"class_dir_present", scan.present}}});
+    out.push_back({.check = kDeviceMissing,
+                   .severity = Severity::kInfo,
+                   .subject = "node",
+                   .message = scan.present
+                                  ? "no RDMA devices in /sys/class/infiniband"
+                                  : "no RDMA devices on this node (no /sys/class/infiniband)",
+                   .evidence = {{"class_dir_present", scan.present}}});
   }
 
   PeerRates peers = BestPeerRates(scan);

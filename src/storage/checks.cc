@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "storage/catalog.h"
+
 namespace tocsin::storage {
 namespace {
 
@@ -23,21 +25,21 @@ void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
   if (scan.mounts_error && expect.empty()) {
     // Nothing was asked of the mounts, but what the node mounts cannot be known: said, not
     // silently "ok" (the shared-filesystem checks below have nothing to read either).
-    out.push_back(UnknownFinding("storage.mount.missing", "mount table", scan.mounts_error->path,
+    out.push_back(UnknownFinding(kMountMissing, "mount table", scan.mounts_error->path,
                                  scan.mounts_error->error));
     return;
   }
   for (const auto& e : expect) {
     if (scan.mounts_error) {
-      out.push_back(UnknownFinding("storage.mount.missing", e.path, scan.mounts_error->path,
-                                   scan.mounts_error->error));
+      out.push_back(
+          UnknownFinding(kMountMissing, e.path, scan.mounts_error->path, scan.mounts_error->error));
       continue;
     }
     const Mount* m = FindMount(scan.mounts, e.path);
     if (!m && !scan.mounts.errors.empty()) {
       // A line we could not parse may be that mount: say so rather than guess.
       out.push_back(UnknownFinding(
-          "storage.mount.missing", e.path, scan.mounts_path,
+          kMountMissing, e.path, scan.mounts_path,
           Status::ParseError(e.path + " not found, and " +
                              std::to_string(scan.mounts.errors.size()) +
                              " line(s) could not be parsed: " + scan.mounts.errors.front())));
@@ -52,18 +54,22 @@ void CheckMounts(const Scan& scan, const std::vector<MountExpectation>& expect,
         evidence["covering_fstype"] = cover->fstype;
         lands = fmt::format(": reads and writes go to {} ({})", cover->mount_point, cover->fstype);
       }
-      out.push_back({"storage.mount.missing", Severity::kError, e.path,
-                     fmt::format("{} is not mounted{}", e.path, lands), std::nullopt, evidence});
+      out.push_back({.check = kMountMissing,
+                     .severity = Severity::kError,
+                     .subject = e.path,
+                     .message = fmt::format("{} is not mounted{}", e.path, lands),
+                     .evidence = evidence});
       continue;
     }
     if (!e.fstype.empty() && m->fstype != e.fstype) {
       out.push_back(
-          {"storage.mount.type",
-           Severity::kError,
-           e.path,
-           fmt::format("{} is {} from {}, expected {}", e.path, m->fstype, m->source, e.fstype),
-           std::nullopt,
-           {{"fstype", m->fstype}, {"source", m->source}, {"expected_fstype", e.fstype}}});
+          {.check = kMountType,
+           .severity = Severity::kError,
+           .subject = e.path,
+           .message =
+               fmt::format("{} is {} from {}, expected {}", e.path, m->fstype, m->source, e.fstype),
+           .evidence = {
+               {"fstype", m->fstype}, {"source", m->source}, {"expected_fstype", e.fstype}}});
     }
   }
 }
@@ -93,7 +99,7 @@ void CheckLustre(const Scan& scan, std::vector<Finding>& out) {
   }
   if (client_mounted && scan.lustre_devices.empty()) {
     out.push_back(UnknownFinding(
-        "lustre.import.state", "lustre", "/proc/fs/lustre/osc",
+        kLustreImportState, "lustre", "/proc/fs/lustre/osc",
         Status::NotFound("a Lustre filesystem is mounted but no OSC/MDC import is readable under "
                          "/proc/fs/lustre or /sys/kernel/debug/lustre (Lustre 2.17+ needs debugfs "
                          "mounted and root)")));
@@ -103,14 +109,14 @@ void CheckLustre(const Scan& scan, std::vector<Finding>& out) {
     if (!st) {
       for (const auto& i : d.issues) {
         if (i.field == "import")
-          out.push_back(UnknownFinding("lustre.import.state", d.name, i.path, i.error));
+          out.push_back(UnknownFinding(kLustreImportState, d.name, i.path, i.error));
       }
       continue;
     }
     const std::string& state = st->state;
     if (IsHealthyImportState(state)) continue;
     Finding f;
-    f.check = "lustre.import.state";
+    f.check = kLustreImportState;
     f.severity = IsTransientImportState(state) ? Severity::kWarning : Severity::kError;
     f.subject = d.name;
     std::string target = d.import && !d.import->target.empty() ? d.import->target : d.name;
