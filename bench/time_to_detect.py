@@ -19,15 +19,16 @@ injection to its alert's notification:
   sockets-nccl-log    a pod's NCCL log says "Using network Socket"   TocsinNcclOverSockets
   sockets-counters    Ethernet busy while the RDMA ports stay idle   TocsinSilentTCPFallback
   port-down           mlx5_0 port 1 DOWN / Disabled                  TocsinRDMAPortDown
-  port-rate           mlx5_1 port 1 trains at 2X (200 Gb/s)          TocsinNodeConditionTrue
+  port-rate           mlx5_1 port 1 trains at 2X (200 Gb/s)          TocsinRDMAPortDegraded
+  link-errors         symbol_error rising on mlx5_2 port 1           TocsinRDMALinkErrors
   lustre-import       an OST import DISCONN                          TocsinNodeConditionTrue
-  mount-missing       /mnt/lustre gone from mountinfo                TocsinNodeConditionTrue
-  probe-slow          the probed folder turns slow (FUSE, 300 ms)    TocsinNodeConditionTrue
+  mount-missing       /mnt/lustre gone from mountinfo                  (SharedStorageDegraded,
+  probe-slow          the probed folder turns slow (FUSE, 300 ms)       each)
   canary-no-rdma      no node advertises the canary's RDMA resource  TocsinCanaryFailing
   drift               (tocsin diff does not exist yet: issue 18)     -
 
 Goal: each within 120 s (the port within 60 s) and no notification while healthy. --short runs
-the quick version that `make test` runs (a 45 s quiet window, four rows). Every panel of the
+the quick version that `make test` runs (a 45 s quiet window, five rows). Every panel of the
 shipped dashboards (deploy/base/dashboards) is queried against this Prometheus, healthy and
 faulty: a query that returns no series in either is reported and fails the run. Exit 1 when a row
 misses its goal or the quiet window was not quiet; 2 when the stack could not be set up; 77
@@ -328,8 +329,24 @@ class Stack:
                 json.dump({node: {"allocatable": {RESOURCE: "0"}} for node in GPU_NODES}, f)
             os.replace(self.overrides + ".new", self.overrides)
             return lambda ls: True
-        match = (lambda ls, i=n.instance: ls.get("instance") == i)
-        if row == "port-down":
+        condition = {"port-rate": None, "lustre-import": "SharedStorageDegraded",
+                     "mount-missing": "SharedStorageDegraded",
+                     "probe-slow": "SharedStorageDegraded"}.get(row)
+        match = (lambda ls, i=n.instance, c=condition:
+                 ls.get("instance") == i and (c is None or ls.get("condition") == c))
+        if row == "link-errors":
+            downed = n.port_file("mlx5_2", 1, os.path.join("counters", "symbol_error"))
+
+            def errors():
+                # A degrading cable: symbol errors rising on an ACTIVE port; bounded, and it
+                # stops with the bench.
+                start = time.monotonic()
+                count = int(open(downed).read().strip() or 0)
+                while not self.stop_writers.wait(2.0) and time.monotonic() - start < 1800:
+                    count += 7
+                    write_atomic(downed, f"{count}\n")
+            threading.Thread(target=errors, daemon=True).start()
+        elif row == "port-down":
             # As a real port does: the link goes, and link_downed counts it.
             downed = n.port_file("mlx5_0", 1, os.path.join("counters", "link_downed"))
             with open(downed) as f:
@@ -413,14 +430,15 @@ ROWS = [  # row, expected alert, goal (s), what was injected
     ("sockets-counters", "TocsinSilentTCPFallback", 120,
      "Ethernet at 400 MB/s each way while the RDMA ports stay idle"),
     ("port-down", "TocsinRDMAPortDown", 60, "an RDMA port goes DOWN"),
-    ("port-rate", "TocsinNodeConditionTrue", 120, "an RDMA port trains at half its lanes (2X)"),
+    ("port-rate", "TocsinRDMAPortDegraded", 120, "an RDMA port trains at half its lanes (2X)"),
+    ("link-errors", "TocsinRDMALinkErrors", 120, "symbol errors rising on an ACTIVE port"),
     ("lustre-import", "TocsinNodeConditionTrue", 120, "a Lustre OST import goes DISCONN"),
     ("mount-missing", "TocsinNodeConditionTrue", 120, "the Lustre mount is gone"),
     ("probe-slow", "TocsinNodeConditionTrue", 120, "the probed shared folder answers in 300 ms"),
     ("canary-no-rdma", "TocsinCanaryFailing", 120,
      "no node advertises the canaries' RDMA resource"),
 ]
-SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "canary-no-rdma")
+SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors", "canary-no-rdma")
 
 
 def main():
