@@ -19,7 +19,9 @@ enum class StatusCode {
 };
 
 // Outcome of an operation: ok, or a code and a message that names the file/field/peer involved.
-class Status {
+// [[nodiscard]]: a call whose Status is dropped is a compile error (-Werror); handle it, or cast
+// it to (void) with a comment that says why the outcome does not matter there.
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -50,9 +52,9 @@ class Status {
 
 const char* StatusCodeName(StatusCode code);
 
-// A value or a non-ok Status.
+// A value or a non-ok Status (nodiscard, as Status).
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)

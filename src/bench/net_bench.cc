@@ -15,6 +15,7 @@
 #include "bench/payloads.h"
 #include "bench/results.h"
 #include "bench/transport.h"
+#include "bench/catalog.h"
 
 namespace tocsin::bench {
 namespace {
@@ -300,7 +301,7 @@ std::string ParamsText(const NetBenchOptions& o) {
 // `culprit`: the rank the coordinator blamed ("" when unknown: the job).
 Report FailureReport(const std::string& reason, int rank, const std::string& culprit = "") {
   Report report = BenchReport("bench net", "");
-  report.findings.push_back(RankFailedFinding("net.rank.failed", reason, rank, culprit));
+  report.findings.push_back(RankFailedFinding(kNetRankFailed, reason, rank, culprit));
   return report;
 }
 

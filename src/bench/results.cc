@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bench/harness.h"
+#include "bench/catalog.h"
 
 namespace tocsin::bench {
 namespace {
@@ -35,7 +36,7 @@ double TestResult::AvgBusBw() const {
 
 Finding NotRdmaFinding(const TransportInfo& info, const std::string& subject) {
   Finding f;
-  f.check = "net.transport.not-rdma";
+  f.check = kNetTransportNotRdma;
   f.severity = Severity::kError;
   f.subject = subject;
   f.message = "--require rdma, but the selected path is " + info.Describe() +
@@ -106,7 +107,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
     tests[t.name] = {{"busbw_factor", t.factor}, {"rows", rows}, {"avg_busbw_gbps", avg}};
     if (wrong_total > 0) {
       report.findings.push_back(
-          {"net.wrong",
+          {kNetWrong,
            Severity::kError,
            t.name,
            fmt::format("{}: {} wrong elements: the data arrived corrupted", t.name, wrong_total),
@@ -115,7 +116,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
     }
     if (min_busbw > 0 && avg < min_busbw) {
       report.findings.push_back(
-          {"net.busbw.low",
+          {kNetBusbwLow,
            Severity::kError,
            t.name,
            fmt::format("{}: average bus bandwidth {:.2f} GB/s is below --min-busbw {:.2f} over {}",
@@ -148,7 +149,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
         status = "slow";
         ev["min_busbw_gbps"] = min_busbw;
         report.findings.push_back(
-            {"net.link.slow", Severity::kError, subject,
+            {kNetLinkSlow, Severity::kError, subject,
              fmt::format("{:.2f} GB/s (slower direction) is below --min-busbw {:.2f}", p.gbps(),
                          min_busbw),
              std::nullopt, ev});
@@ -156,7 +157,7 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
         status = "straggler";
         ev["straggler_ratio"] = straggler_ratio;
         report.findings.push_back(
-            {"net.link.slow", Severity::kWarning, subject,
+            {kNetLinkSlow, Severity::kWarning, subject,
              fmt::format("{:.2f} GB/s (slower direction) is under {:.0f}% of the median pair "
                          "({:.2f} GB/s): a straggler link",
                          p.gbps(), straggler_ratio * 100, median),

@@ -16,6 +16,7 @@
 #include "bench/payloads.h"
 #include "bench/results.h"
 #include "bench/storage_results.h"
+#include "storage/catalog.h"
 
 namespace tocsin::bench {
 namespace {
@@ -125,7 +126,7 @@ class StorageRun {
       if (world_) {
         if (Status st = world_->Barrier(); !st.ok()) {
           report().findings.push_back(
-              RankFailedFinding("storage.rank.failed", st.message(), rank_, world_->aborted_by()));
+              RankFailedFinding(storage::kRankFailed, st.message(), rank_, world_->aborted_by()));
           break;
         }
       }
@@ -198,7 +199,7 @@ class StorageRun {
     out_.hung = true;
     done_ = true;
     report().findings.push_back(
-        {"storage.timeout",
+        {storage::kTimeout,
          Severity::kCritical,
          o_.path,
          fmt::format("{}: no answer within {:.1f} s (the filesystem stopped answering)", what,
@@ -217,7 +218,7 @@ class StorageRun {
   void PhaseHung(const ProbeTimeout& t) {
     out_.hung = true;
     report().findings.push_back(
-        {"storage.timeout",
+        {storage::kTimeout,
          Severity::kCritical,
          t.path,
          fmt::format("phase {}: an operation on {} did not return within {:.1f} s: the "
@@ -233,7 +234,7 @@ class StorageRun {
 
   bool MeetFailed(const std::string& reason, const std::string& culprit) {
     CleanUp();
-    report().findings.push_back(RankFailedFinding("storage.rank.failed", reason, rank_, culprit));
+    report().findings.push_back(RankFailedFinding(storage::kRankFailed, reason, rank_, culprit));
     done_ = true;
     return false;
   }
@@ -254,7 +255,7 @@ class StorageRun {
     auto all = world_->AllGather(MaybeCorrupt(rank_, EncodePhases(ranks::Hostname(), results_)));
     if (!all.ok()) {
       report().findings.push_back(
-          RankFailedFinding("storage.rank.failed", all.status().message(), rank_));
+          RankFailedFinding(storage::kRankFailed, all.status().message(), rank_));
       return;
     }
     std::vector<std::vector<PhaseResult>> nodes;
@@ -265,7 +266,7 @@ class StorageRun {
             peers_[r].Name() + " sent malformed results: " + decoded.status().message();
         world_->Abort(reason);
         report().findings.push_back(
-            RankFailedFinding("storage.rank.failed", reason, rank_, peers_[r].Name()));
+            RankFailedFinding(storage::kRankFailed, reason, rank_, peers_[r].Name()));
         return;
       }
       nodes.push_back(std::move(*decoded));

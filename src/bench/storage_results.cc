@@ -7,6 +7,7 @@
 
 #include "bench/harness.h"
 #include "bench/payloads.h"
+#include "storage/catalog.h"
 
 namespace tocsin::bench {
 namespace {
@@ -64,7 +65,7 @@ void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseR
     if (IsMeta(p.name)) meta_p99 = std::max(meta_p99, p.latency.p99 / 1e3);
     double min = p.name == "read" ? o.min_read_gbps : p.name == "write" ? o.min_write_gbps : 0;
     if (min > 0 && p.gbps() < min) {
-      report.findings.push_back({"storage.throughput.low",
+      report.findings.push_back({storage::kThroughputLow,
                                  Severity::kError,
                                  subject,
                                  fmt::format("{} {:.3f} GB/s is below --min-{}-gbps {:.3f}", p.name,
@@ -74,7 +75,7 @@ void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseR
     }
     if (p.name == "fsync" && o.max_fsync_p99_ms > 0 && p.latency.p99 / 1e3 > o.max_fsync_p99_ms) {
       report.findings.push_back(
-          {"storage.latency.high",
+          {storage::kLatencyHigh,
            Severity::kError,
            subject,
            fmt::format("write+fsync p99 {:.2f} ms is above --max-fsync-p99-ms {:.2f}",
@@ -84,7 +85,7 @@ void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseR
     }
     if (p.wrong > 0) {
       report.findings.push_back(
-          {"storage.data.wrong",
+          {storage::kDataWrong,
            Severity::kError,
            subject,
            fmt::format("{} blocks read back differ from what was written", p.wrong),
@@ -94,7 +95,7 @@ void AddThresholdFindings(const StorageBenchOptions& o, const std::vector<PhaseR
   }
   if (o.max_meta_p99_ms > 0 && meta_p99 > o.max_meta_p99_ms) {
     report.findings.push_back(
-        {"storage.latency.high",
+        {storage::kLatencyHigh,
          Severity::kError,
          subject,
          fmt::format("metadata p99 {:.2f} ms is above --max-meta-p99-ms {:.2f}", meta_p99,
@@ -178,7 +179,7 @@ void AddAllNodesResults(const std::vector<ranks::Peer>& peers,
     Stragglers stragglers = FindStragglers(values, straggler_ratio);
     for (size_t i : stragglers.slow) {
       report.findings.push_back(
-          {"storage.node.slow",
+          {storage::kNodeSlow,
            Severity::kWarning,
            peers[rank_of[i]].Name(),
            fmt::format("{} {:.3f} GB/s is under {:.0f}% of the median node ({:.3f} GB/s)", phase,
