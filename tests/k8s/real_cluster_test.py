@@ -225,6 +225,8 @@ def deploy_manifests():
         out.append((rel, ["-k", folder], rel == INSTALL))
     for path in sorted(glob.glob(os.path.join(SOURCE, "deploy", "**", "*.yaml"), recursive=True)):
         rel = os.path.relpath(path, SOURCE)
+        if rel.startswith(os.path.join("deploy", "helm") + os.sep):
+            continue  # Helm templates, not manifests: the chart renders deploy/base (deploy_helm_test)
         with open(path) as f:
             text = f.read()
         if "apiVersion:" not in text or re.search(r"^kind: (Kustomization|Component)$", text, re.M):
