@@ -42,7 +42,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,25 +55,14 @@ import yaml
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "k8s"))
 from cluster import Cluster, load_env  # noqa: E402
+sys.path.insert(0, os.path.join(SOURCE, "bench"))
+from controller_alert_e2e import free_port, get_json  # noqa: E402
 
 PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
 RESOURCE = "rdma/hca_shared_devices_a"
 GPU_NODES = ("gpu-node-01", "gpu-node-02")
 CANARY_NS = "tocsin"
 PLUGIN_NS = "tocsin-ttd"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def get_json(url):
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.loads(r.read())
 
 
 def write_atomic(path, text):
