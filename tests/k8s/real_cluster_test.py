@@ -283,7 +283,7 @@ class RbacTest(ClusterTestCase):
         c = cls.cluster
         c.kubectl("delete", "namespace", "tocsin", "--ignore-not-found", "--wait=true", timeout=120)
         # A server dry-run cannot create the namespace the other objects go into: it must exist.
-        c.kubectl("create", "namespace", "tocsin")
+        c.kubectl("create", "namespace", "tocsin", "--save-config")
         manifests = deploy_manifests()
         cls.apply_warnings = []
         for rel, args, for_real in manifests:
