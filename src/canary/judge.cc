@@ -54,6 +54,19 @@ std::string Secs(std::chrono::nanoseconds d) {
   return fmt::format("{}s", std::chrono::duration_cast<std::chrono::seconds>(d).count());
 }
 
+// The canary's resources the planned node advertises none of (absent, or an allocatable of 0):
+// no amount of waiting schedules the rank there while its device plugin serves nothing. A node
+// younger than the pending deadline is given that long (its plugin may still be registering).
+std::vector<std::string> NotAdvertised(const RankView& r, const JudgeOptions& o, TimePoint now) {
+  std::vector<std::string> out;
+  if (!r.node || !r.node->created || now - *r.node->created < o.pending_deadline) return out;
+  for (const std::string& res : o.resources) {
+    auto it = r.node->allocatable.find(res);
+    if (it == r.node->allocatable.end() || it->second == "0") out.push_back(res);
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& CheckIds() {
@@ -104,9 +117,17 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
   if (pod.node_name.empty()) {
     Judgement j;
     j.pending_since = created;
-    if (!overdue) return j;
     std::string text = scheduled ? scheduled->message : "";
     SchedulerMessage m = ParseSchedulerMessage(text);
+    // The scheduler refused it for a resource its node does not advertise at all: judged now,
+    // not at the deadline (which is for fabric that is advertised but held by others).
+    std::vector<std::string> absent;
+    for (const std::string& res : NotAdvertised(r, o, now)) {
+      bool refused = std::any_of(m.causes.begin(), m.causes.end(),
+                                 [&](const auto& c) { return c.first == "Insufficient " + res; });
+      if (refused) absent.push_back(res);
+    }
+    if (!overdue && absent.empty()) return j;
     json causes = json::object();
     for (const auto& [cause, n] : m.causes) causes[cause] = n;
     json ev = {{"rank", r.rank}, {"pending_seconds", std::chrono::duration_cast<std::chrono::seconds>(now - created).count()}};
@@ -116,6 +137,14 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
       ev["causes"] = causes;
     }
     if (scheduled && !scheduled->reason.empty()) ev["reason"] = scheduled->reason;
+    if (!absent.empty()) {
+      json allocatable = json::object();
+      for (const std::string& res : absent) {
+        auto it = r.node->allocatable.find(res);
+        allocatable[res] = it == r.node->allocatable.end() ? "absent" : it->second;
+      }
+      ev["node_allocatable"] = std::move(allocatable);
+    }
     // The node is to blame only when it lacks what the canary asks of the fabric; a taint the
     // canary does not tolerate, CPU or memory taken by others, is the canary's own setup.
     bool fabric = false;
@@ -132,12 +161,19 @@ Judgement JudgeRank(const RankView& r, const JudgeOptions& o, TimePoint now, boo
                                             : EscapeControl(text.substr(0, 1024))),
                    std::move(ev));
     }
-    return Fault(
-        Kind::kNodeFault, kUnschedulable, node,
-        fmt::format("rank {} for {} has been Pending for {}: {}", r.rank, node, Secs(now - created),
-                    text.empty() ? "the scheduler has said nothing (is it running?)"
-                                 : EscapeControl(text.substr(0, 1024))),
-        std::move(ev));
+    std::string why = text.empty() ? "the scheduler has said nothing (is it running?)"
+                                   : EscapeControl(text.substr(0, 1024));
+    if (!absent.empty()) {
+      return Fault(Kind::kNodeFault, kUnschedulable, node,
+                   fmt::format("rank {} cannot be scheduled: {} advertises no {} (allocatable 0 "
+                               "or absent: its device plugin serves nothing): {}",
+                               r.rank, node, Join(absent, ", "), why),
+                   std::move(ev));
+    }
+    return Fault(Kind::kNodeFault, kUnschedulable, node,
+                 fmt::format("rank {} for {} has been Pending for {}: {}", r.rank, node,
+                             Secs(now - created), why),
+                 std::move(ev));
   }
   const k8s::ContainerStatus* st = Bench(pod);
   if (st && ImageReason(st->waiting_reason) && overdue) {

@@ -35,6 +35,9 @@ struct RankView {
   const k8s::Pod* pod = nullptr;         // the Job's newest pod
   std::vector<std::string> sandbox_events;  // FailedCreatePodSandBox Events about that pod
   std::vector<std::string> job_events;      // FailedCreate Events about the Job (no pod made)
+  // The planned node as the controller's cache shows it (nullopt: not in the cache): what it
+  // advertises and since when it exists.
+  std::optional<k8s::Node> node;
 };
 
 // What a pair (or one rank) comes to. Faults carry a canary.* check id.

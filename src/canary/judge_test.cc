@@ -72,6 +72,46 @@ TEST(CanaryJudge, PendingPastTheDeadlineCarriesTheSchedulersWords) {
   EXPECT_EQ(j.evidence["nodes"], 4);
 }
 
+TEST(CanaryJudge, ANodeThatAdvertisesNoneOfTheResourceIsJudgedAtOnce) {
+  k8s::Pod pod = PodAt(kT0);
+  pod.conditions.push_back({"PodScheduled", "False", "Unschedulable",
+                            "0/4 nodes are available: 4 Insufficient rdma/hca_shared_devices_a.",
+                            kT0});
+  JudgeOptions o;
+  o.resources = {"rdma/hca_shared_devices_a"};
+  RankView v = View(0, &pod, "n0");
+  k8s::Node node;
+  node.name = "n0";
+  node.created = kT0 - seconds(3600);
+  node.allocatable = {{"cpu", "64"}, {"rdma/hca_shared_devices_a", "0"}};
+  v.node = node;
+  // Its device plugin serves nothing: no waiting for the deadline.
+  Judgement j = JudgeRank(v, o, kT0 + seconds(3));
+  ASSERT_EQ(j.kind, Kind::kNodeFault);
+  EXPECT_EQ(j.check, "canary.unschedulable");
+  EXPECT_EQ(j.node, "n0");
+  EXPECT_NE(j.message.find("n0 advertises no rdma/hca_shared_devices_a"), std::string::npos)
+      << j.message;
+  EXPECT_EQ(j.evidence["node_allocatable"]["rdma/hca_shared_devices_a"], "0");
+  // Absent is the same.
+  v.node->allocatable.erase("rdma/hca_shared_devices_a");
+  EXPECT_EQ(JudgeRank(v, o, kT0 + seconds(3)).evidence["node_allocatable"]
+                ["rdma/hca_shared_devices_a"], "absent");
+  // Advertised but held by others: the deadline decides.
+  v.node->allocatable["rdma/hca_shared_devices_a"] = "1";
+  EXPECT_EQ(JudgeRank(v, o, kT0 + seconds(3)).kind, Kind::kWait);
+  // A node younger than the deadline may still be registering its device plugin.
+  v.node->allocatable["rdma/hca_shared_devices_a"] = "0";
+  v.node->created = kT0 - seconds(30);
+  EXPECT_EQ(JudgeRank(v, o, kT0 + seconds(3)).kind, Kind::kWait);
+  // Refused for something else (a taint): the node advertising nothing is not the scheduler's
+  // reason, so the deadline decides.
+  v.node->created = kT0 - seconds(3600);
+  pod.conditions[0].message = "0/4 nodes are available: 4 node(s) had taint {x: y}, that the "
+                              "pod didn't tolerate.";
+  EXPECT_EQ(JudgeRank(v, o, kT0 + seconds(3)).kind, Kind::kWait);
+}
+
 TEST(CanaryJudge, EachStuckStageIsNamedByItsCause) {
   JudgeOptions o;
   TimePoint late = kT0 + seconds(300);

@@ -200,9 +200,18 @@ void CanaryRunner::Advance(TimePoint now) {
     }
   }
   std::map<std::pair<int, int>, k8s::Pod> pods;
+  std::map<std::string, k8s::Node> planned;  // the planned nodes as the cache shows them
+  for (const PairRun& pair : round_->pairs) {
+    if (pair.judged) continue;
+    planned.try_emplace(pair.a);
+    planned.try_emplace(pair.b);
+  }
   std::set<std::string> busy;
   cache_->Read([&](const k8s::Snapshot& s) {
     busy = BusyNodesIn(s);
+    for (const auto& n : s.nodes) {
+      if (auto it = planned.find(n.name); it != planned.end()) it->second = n;
+    }
     for (const auto& p : s.pods) {
       if (p.ns != options_.job.ns || !p.labels.count(canary::kRoundLabel)) continue;
       for (const auto& owner : p.owners) {
@@ -224,6 +233,7 @@ void CanaryRunner::Advance(TimePoint now) {
     for (int r = 0; r < 2; ++r) {
       views[r].rank = r;
       views[r].planned_node = r == 0 ? pair.a : pair.b;
+      if (const k8s::Node& n = planned[views[r].planned_node]; !n.name.empty()) views[r].node = n;
       if (!pair.ranks[r].name.empty()) views[r].job_created = pair.ranks[r].created;
       auto it = pods.find({pair.index, r});
       if (it != pods.end()) {
