@@ -426,9 +426,7 @@ ROWS = [  # row, expected alert, goal (s), what was injected
     ("canary-no-rdma", "TocsinCanaryFailing", 120,
      "no node advertises the canaries' RDMA resource"),
 ]
-# The canary row is left out of the short run: after canary_test on the same cluster it missed its
-# notification within 420 s once (under investigation: issue 21's note).
-SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors")
+SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors", "canary-no-rdma")
 
 
 def main():

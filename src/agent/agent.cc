@@ -27,7 +27,7 @@ void Log(const std::string& what) {
 std::map<std::string, Schedule> DefaultSchedules() {
   return {{"rdma", {seconds(15), seconds(5)}},           {"fabric", {seconds(10), seconds(5)}},
           {"gpu", {seconds(30), seconds(15)}},           {"storage", {seconds(30), seconds(10)}},
-          {"storage-probe", {seconds(60), seconds(20)}}, {"nccl", {seconds(30), seconds(10)}}};
+          {"storage-probe", {seconds(30), seconds(20)}}, {"nccl", {seconds(30), seconds(10)}}};
 }
 
 Agent::Agent(AgentOptions options)

@@ -2,6 +2,8 @@
 
 #include <prometheus/histogram.h>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/catalog.h"
@@ -71,16 +73,34 @@ TaskSpec StorageProbeTask(const ProbeTaskOptions& options,
     po.timeout = std::chrono::milliseconds(static_cast<int64_t>(budget_s * 900));
     po.max_output = 4 << 20;
     auto proc = sys::RunProcess(argv, po);
-    if (!proc.ok()) {
-      if (proc.status().code() == StatusCode::kTimeout) {
-        return Status::Timeout(options.path +
-                               ": the storage probe did not finish: " + proc.status().message());
-      }
-      return proc.status();
-    }
-    auto report = nlohmann::json::parse(proc->out, nullptr, false);
     TaskOutput out;
     Families fam;
+    auto failed = [&](Finding f) {
+      // The filesystem did not answer a 4 KiB probe in time: that is known, and it is a fault
+      // of the storage (never "unknown", which pages only after TocsinChecksUnknown's 10 minutes).
+      // What the run could not measure stays unknown.
+      out.findings.push_back(std::move(f));
+      for (const char* check : {storage::kLatencyHigh, storage::kDataWrong}) {
+        out.findings.push_back(UnknownFinding(check, options.path, options.path,
+                                              Status::Timeout("the storage probe did not finish")));
+      }
+      fam.Family("tocsin_storage_probe_success", "1 when the last probe of the path succeeded.",
+                 prometheus::MetricType::Gauge)
+          .Add({{"path", options.path}}, 0);
+      out.families = fam.Take();
+      return out;
+    };
+    if (!proc.ok()) {
+      if (proc.status().code() != StatusCode::kTimeout) return proc.status();
+      double limit_s = po.timeout.count() / 1000.0;
+      return failed(ProbeFinding(
+          options.path,
+          fmt::format("the storage probe (a 4 KiB write, read, write+fsync, create, stat and "
+                      "unlink) did not finish within {:.1f} s",
+                      limit_s),
+          {{"result", "timeout"}, {"timeout_s", limit_s}, {"op_timeout_s", op_timeout_s}}));
+    }
+    auto report = nlohmann::json::parse(proc->out, nullptr, false);
     if (!report.is_object() || !report.contains("findings")) {
       // A usage error (path missing, not writable): bench storage says why on stderr.
       std::string why(Trim(proc->err));
@@ -97,8 +117,12 @@ TaskSpec StorageProbeTask(const ProbeTaskOptions& options,
     for (const auto& f : report["findings"]) {
       std::string check = f.value("check", "");
       if (check == storage::kTimeout) {
-        // The mount stopped answering: the probe cannot tell a latency, the checks are unknown.
-        return Status::Timeout(options.path + ": " + f.value("message", "did not answer"));
+        // One operation did not return within --op-timeout: the mount stopped answering.
+        nlohmann::json evidence = f.value("evidence", nlohmann::json::object());
+        if (!evidence.is_object()) evidence = nlohmann::json::object();
+        evidence["result"] = "timeout";
+        return failed(ProbeFinding(options.path, f.value("message", "did not answer"),
+                                   std::move(evidence)));
       }
       Finding finding;
       finding.check = check == storage::kRankFailed ? kStorageProbe : check;

@@ -193,7 +193,7 @@ Command AddAgentCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--interval", f->intervals,
                   "TASK=DURATION: how often a task runs (tasks: rdma 15s, fabric 10s, gpu 30s, "
-                  "storage 30s, storage-probe 60s, nccl 30s)");
+                  "storage 30s, storage-probe 30s, nccl 30s)");
   cmd->add_option("--timeout", f->timeouts,
                   "TASK=DURATION: a run's deadline, after which its checks are unknown (rdma 5s, "
                   "fabric 5s, gpu 15s, storage 10s, storage-probe 20s, nccl 10s)");
