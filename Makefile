@@ -4,10 +4,21 @@ JOBS ?= $(shell nproc)
 RELEASE_DIR := build/release
 TEST_DIR := build/test
 FUZZ_DIR := build/fuzz
+TSAN_DIR := build/tsan
+# The unit tests whose code runs threads (agent and controller loops, informers, the Lease,
+# bounded calls, the ranks' coordinator, parallel log reading): built and run under ThreadSanitizer.
+TSAN_TESTS := sys_test ranks_test k8s_test nccl_test bench_test agent_test controller_test
 FUZZ_SECONDS ?= 30
 CMAKE_COMMON := -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+# The compiler cache lives beside the control plane's (outside the repository, kept between runs
+# on a CI machine as that one is); paths relative to the checkout, so any clone of it hits.
+CCACHE_DIR ?= $(if $(filter 0,$(shell id -u)),/var/cache/tocsin/ccache,$(HOME)/.cache/ccache)
+CCACHE_BASEDIR := $(CURDIR)
+CCACHE_NOHASHDIR := true
+CCACHE_MAXSIZE ?= 10G
+export CCACHE_DIR CCACHE_BASEDIR CCACHE_NOHASHDIR CCACHE_MAXSIZE
 
-.PHONY: all deps build image demo test test-build fuzz-build fuzz format clean k8s-up k8s-down
+.PHONY: all deps build image demo test test-build tsan-build fuzz-build fuzz format clean k8s-up k8s-down
 
 all: build
 
@@ -70,6 +81,12 @@ test-build: deps
 	  -DTOCSIN_SANITIZE=ON -DTOCSIN_BUILD_TESTS=ON >/dev/null
 	@cmake --build $(TEST_DIR) -j $(JOBS)
 
+# ThreadSanitizer: the threaded unit tests only (the integration tests run the ASan binary).
+tsan-build: deps
+	@cmake -S . -B $(TSAN_DIR) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON \
+	  -DTOCSIN_TSAN=ON -DTOCSIN_BUILD_TESTS=ON >/dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS)
+
 fuzz-build: deps
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug \
 	  -DTOCSIN_FUZZ=ON -DTOCSIN_BUILD_TESTS=OFF >/dev/null
@@ -83,11 +100,14 @@ TOCSIN_NO_SKIP ?= $(if $(filter 0,$(shell id -u)),1,0)
 export TOCSIN_NO_SKIP
 K8S_TEST_ENV := K8S_STATE=$(CURDIR)/build/k8s-test K8S_NETNS_PREFIX=tt K8S_SUBNET=10.78.1 \
   K8S_TOCSIN=$(CURDIR)/$(TEST_DIR)/tocsin
-test: test-build fuzz-build
+test: test-build tsan-build fuzz-build
 	@trap '$(K8S_TEST_ENV) tools/k8s/down.sh' EXIT; trap 'exit 130' INT TERM; \
 	  $(K8S_TEST_ENV) tools/k8s/up.sh >/dev/null || exit 1; \
 	  status=0; \
 	  (cd $(TEST_DIR) && TOCSIN_K8S_ENV=$(CURDIR)/build/k8s-test/env ctest --output-on-failure -j $(JOBS)) || status=1; \
+	  (cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tools/tsan.supp" \
+	    ctest --output-on-failure -j $(JOBS) \
+	    -R '^($(subst $(eval) ,|,$(TSAN_TESTS)))$$') || status=1; \
 	  (cd $(FUZZ_DIR) && ctest --output-on-failure -j $(JOBS)) || status=1; \
 	  exit $$status
 
