@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "audit/catalog.h"
 #include "base/time.h"
 
 namespace tocsin::cli {
@@ -52,8 +53,8 @@ void AuditCheckFlags::AddTo(CLI::App* cmd) {
                   "cloud.google.com/gce-topology-block, network.topology.nvidia.com/block, "
                   "topology.k8s.aws/network-node-layer-1, topology.kubernetes.io/zone)");
   cmd->add_flag("--ipc-lock-not-needed", ipc_lock_not_needed,
-                "The platform lets RDMA pods lock memory without IPC_LOCK: no "
-                "job.rdma.no-ipc-lock");
+                "The platform lets RDMA pods lock memory without IPC_LOCK: no " +
+                    std::string(audit::kJobRdmaNoIpcLock));
 }
 
 Status AuditCheckFlags::Apply(audit::Options& options) const {
