@@ -137,7 +137,8 @@ def app_pod(name, node_name, crash_days=None):
 
 
 def train_pod(job, index, node_name, rdma=True, ipc_lock=True, shared=True, env=None,
-              network="rdma-net", kind="kubeflow", created_days=2):
+              network="rdma-net", kind="kubeflow", created_days=2, topology=True,
+              host_devices=False):
     labels = {}
     owners = []
     if kind == "kubeflow":
@@ -164,14 +165,24 @@ def train_pod(job, index, node_name, rdma=True, ipc_lock=True, shared=True, env=
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     if shared:
         volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": "lustre-data"}})
+    if host_devices:
+        volumes.append({"name": "ib", "hostPath": {"path": "/dev/infiniband"}})
     annotations = {"k8s.v1.cni.cncf.io/networks": network} if network else {}
     name = "%s-%s-%d" % (job, "master" if index == 0 else "worker", index)
+    spec = {"nodeName": node_name, "containers": [container], "volumes": volumes}
+    if topology:
+        # The job's pods prefer one topology block (podAffinity on the block label).
+        spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {
+                "labelSelector": {"matchLabels": {k: v for k, v in labels.items()
+                                                  if k.endswith("job-name")}},
+                "topologyKey": "cloud.google.com/gce-topology-block"}}]}}
     created = ts(created_days)
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "ml", "uid": "uid-pod-" + name,
                          "labels": labels, "annotations": annotations, "ownerReferences": owners,
                          "creationTimestamp": created},
-            "spec": {"nodeName": node_name, "containers": [container], "volumes": volumes},
+            "spec": spec,
             "status": {"phase": "Running",
                        "conditions": [cond("Ready", "True", ts(created_days, -60))],
                        "containerStatuses": [{"name": "pytorch", "ready": True, "restartCount": 0,
@@ -346,7 +357,8 @@ def main():
     write("zero-rdma.json", as_list(zero))
 
     # Multi-node jobs gone wrong: a PyTorchJob without RDMA, spread over two topology blocks and
-    # onto a CPU node; a Job that turns IB off and lacks IPC_LOCK and shared storage.
+    # onto a CPU node; a Job that turns IB off, lacks IPC_LOCK, shared storage and a topology
+    # constraint, and mounts /dev/infiniband by hostPath.
     bad = [node("gpu-node-01"), node("gpu-node-02"), node("gpu-node-03", block="blk-b"),
            node("cpu-node-01", fabric=False, rdma=None)]
     bad += [daemonset(3, 3)] + [plugin_pod(n) for n in gpu_nodes]
@@ -354,7 +366,8 @@ def main():
             train_pod("llama-ft", 1, "gpu-node-03", rdma=False),
             train_pod("llama-ft", 2, "cpu-node-01", rdma=False)]
     bad += [train_pod("nccl-bench", i, n, ipc_lock=False, shared=False, network=None, kind="job",
-                      env={"NCCL_IB_DISABLE": "1"}, created_days=1)
+                      env={"NCCL_IB_DISABLE": "1"}, created_days=1, topology=False,
+                      host_devices=True)
             for i, n in enumerate(["gpu-node-01", "gpu-node-02"])]
     write("jobs-bad.json", as_list(bad))
 

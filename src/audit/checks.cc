@@ -355,6 +355,14 @@ std::string TopologyLabel(const std::vector<const Node*>& nodes, const std::stri
   return "";
 }
 
+std::string ClusterTopologyLabel(const k8s::Snapshot& snapshot, const Options& options) {
+  std::vector<const Node*> fabric;
+  for (const auto& n : snapshot.nodes) {
+    if (IsFabricNode(n, options)) fabric.push_back(&n);
+  }
+  return TopologyLabel(fabric, options.topology_label);
+}
+
 bool IsFabricNode(const Node& node, const Options& options) {
   if (!options.fabric_selector.empty()) {
     return SelectorMatches(options.fabric_selector, node.labels, nullptr);

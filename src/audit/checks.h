@@ -25,6 +25,7 @@ struct Options {
   std::string fabric_network;  // --fabric-network NAME (Multus attachment of the fabric)
   std::string topology_label;  // --topology-label (default: GKE, NVIDIA, AWS, zone labels)
   PluginConfig plugin_config;  // WithPluginConfig (plugin_config.h)
+  bool ipc_lock_needed = true;  // false: --ipc-lock-not-needed (the platform locks memory itself)
 };
 
 // The Node Feature Discovery labels that mark a fabric node (any of them "true").
@@ -55,6 +56,9 @@ Table SummaryTable(const std::vector<Finding>& findings);
 // the first well-known one (GKE's block, NVIDIA's, AWS's network layer 1, the zone) that every
 // one of `nodes` carries (a null entry is a node not known: none then); "" when none fits.
 std::string TopologyLabel(const std::vector<const k8s::Node*>& nodes, const std::string& configured);
+
+// The topology label of the cluster's fabric nodes (TopologyLabel over them); "" without any.
+std::string ClusterTopologyLabel(const k8s::Snapshot& snapshot, const Options& options);
 
 // "k=v,k2=v2" or "k" (label present) -> map; an error names the bad term.
 Result<k8s::StringMap> ParseSelector(const std::string& text);

@@ -11,6 +11,7 @@
 #include "cli/bench_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
+#include "cli/policy_command.h"
 #include "cli/rank_flags.h"
 #include "tocsin/version.h"
 
@@ -28,6 +29,7 @@ int Main(int argc, char** argv) {
     std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app), AddAuditCommand(app),
                                      AddAgentCommand(app), AddControllerCommand(app)};
     for (auto& c : AddBenchCommands(app)) commands.push_back(c);
+    commands.push_back(AddPolicyCommand(app));
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -34,6 +34,8 @@ struct ControllerFlags {
   bool no_events = false;
   AuditCheckFlags checks;
   CanaryFlags canary;
+  std::string admission_listen, tls_cert_file, tls_key_file;
+  std::vector<std::string> admission_deny;
 };
 
 int g_stop_pipe[2] = {-1, -1};
@@ -51,6 +53,18 @@ std::string Env(const char* name) {
 Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   controller::ControllerOptions o;
   TOCSIN_RETURN_IF_ERROR(ParseListen(f.listen, o.listen_host, o.listen_port));
+  if (!f.admission_listen.empty()) {
+    TOCSIN_RETURN_IF_ERROR(ParseListen(f.admission_listen, o.admission.host, o.admission.port));
+    if (o.admission.port == 0) return Status::InvalidArgument("--admission-listen needs a port");
+    if (f.tls_cert_file.empty() || f.tls_key_file.empty()) {
+      return Status::InvalidArgument(
+          "--admission-listen needs --tls-cert-file and --tls-private-key-file (the API server "
+          "calls webhooks over HTTPS only)");
+    }
+  }
+  o.admission.cert_file = f.tls_cert_file;
+  o.admission.key_file = f.tls_key_file;
+  o.admission.deny.insert(f.admission_deny.begin(), f.admission_deny.end());
   o.kubeconfig = {f.kubeconfig, f.context};
   TOCSIN_RETURN_IF_ERROR(
       ParseDurationFlag("--request-timeout", f.request_timeout, o.client.request_timeout));
@@ -174,6 +188,16 @@ Command AddControllerCommand(CLI::App& parent) {
   cmd->add_flag("--no-events", f->no_events, "Post no Events (metrics only)");
   f->checks.AddTo(cmd);
   f->canary.AddTo(cmd);
+  cmd->add_option("--admission-listen", f->admission_listen,
+                  "HOST:PORT of the validating admission webhook (HTTPS POST /validate): the "
+                  "audit's job checks as warnings when a job is created (off without it)");
+  cmd->add_option("--tls-cert-file", f->tls_cert_file,
+                  "The webhook's serving certificate (PEM, chain after it); re-read when it "
+                  "changes");
+  cmd->add_option("--tls-private-key-file", f->tls_key_file,
+                  "The webhook's private key (PEM); re-read when it changes");
+  cmd->add_option("--admission-deny", f->admission_deny,
+                  "Check id the webhook denies instead of warning about (repeatable)");
   return {cmd, [f] { return RunController(*f); }};
 }
 

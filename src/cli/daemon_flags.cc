@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "audit/catalog.h"
 #include "base/time.h"
 
 namespace tocsin::cli {
@@ -51,6 +52,9 @@ void AuditCheckFlags::AddTo(CLI::App* cmd) {
                   "Node label whose values are topology blocks (default: "
                   "cloud.google.com/gce-topology-block, network.topology.nvidia.com/block, "
                   "topology.k8s.aws/network-node-layer-1, topology.kubernetes.io/zone)");
+  cmd->add_flag("--ipc-lock-not-needed", ipc_lock_not_needed,
+                "The platform lets RDMA pods lock memory without IPC_LOCK: no " +
+                    std::string(audit::kJobRdmaNoIpcLock));
 }
 
 Status AuditCheckFlags::Apply(audit::Options& options) const {
@@ -63,6 +67,7 @@ Status AuditCheckFlags::Apply(audit::Options& options) const {
   options.rdma_resources = rdma_resources;
   options.fabric_network = fabric_network;
   options.topology_label = topology_label;
+  options.ipc_lock_needed = !ipc_lock_not_needed;
   if (!fabric_nodes.empty()) {
     auto sel = audit::ParseSelector(fabric_nodes);
     if (!sel.ok()) return sel.status();

@@ -25,6 +25,7 @@ struct AuditCheckFlags {
   std::vector<std::string> rdma_resources;
   std::string fabric_network;
   std::string topology_label;
+  bool ipc_lock_not_needed = false;
 
   void AddTo(CLI::App* cmd);
   // Into `options` (now and plugin_config are left alone); errors name the flag.

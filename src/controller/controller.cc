@@ -219,6 +219,13 @@ Status Controller::StartHttp() {
   TOCSIN_RETURN_IF_ERROR(server_->Start(options_.listen_host, options_.listen_port));
   Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
       std::to_string(server_->port()));
+  if (options_.admission.port != 0) {
+    admission_ = std::make_unique<AdmissionServer>(registry_);
+    admission_->SetContext(options_.audit, options_.audit.topology_label);
+    TOCSIN_RETURN_IF_ERROR(admission_->Start(options_.admission));
+    Log("serving the admission webhook (HTTPS POST /validate) on " + options_.admission.host +
+        ":" + std::to_string(admission_->port()));
+  }
   return Status::Ok();
 }
 
@@ -355,6 +362,7 @@ void Controller::Evaluate() {
   opt.now = Clock::now();
   std::vector<Finding> findings = cache_.Read([&](const k8s::Snapshot& s) {
     audit::Options with = audit::WithPluginConfig(s, opt);
+    if (admission_) admission_->SetContext(with, audit::ClusterTopologyLabel(s, with));
     return audit::Run(s, with);
   });
   if (canary_) {
@@ -419,6 +427,7 @@ void Controller::Shutdown() {
     for (auto& inf : informers_) inf->Stop();
   }
   if (elector_) elector_->Stop();            // releases a held Lease
+  if (admission_) admission_->Stop();
   if (server_) server_->Stop();
   std::lock_guard lock(informers_mu_);
   informers_.clear();

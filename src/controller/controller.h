@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/metrics_server.h"
+#include "controller/admission_server.h"
 #include "audit/checks.h"
 #include "controller/cache.h"
 #include "controller/canary_runner.h"
@@ -48,6 +49,7 @@ struct ControllerOptions {
   size_t max_events_per_evaluation = 50;  // more transitions at once are counted, not posted
   size_t max_state_bytes = 200 << 10;     // the Lease annotation (the API allows 256 KiB in all)
   CanaryOptions canary;                   // --canary-* (off unless --canary)
+  AdmissionOptions admission;             // --admission-listen (port 0: no webhook)
 };
 
 // A finding as /metrics shows it (no message or evidence: a scrape copies nothing big).
@@ -82,6 +84,7 @@ class Controller {
   void Shutdown();
 
   int port() const { return server_ ? server_->port() : 0; }
+  int admission_port() const { return admission_ ? admission_->port() : 0; }
   // The check ids /metrics gives a status: the audit's, and the canaries' when they run.
   std::vector<std::string> CheckIds() const;
 
@@ -118,6 +121,7 @@ class Controller {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<agent::MetricsServer> server_;
+  std::unique_ptr<AdmissionServer> admission_;  // --admission-listen
   std::shared_ptr<Collector> collector_;
   prometheus::Counter* evaluations_ = nullptr;
   prometheus::Histogram* evaluation_seconds_ = nullptr;

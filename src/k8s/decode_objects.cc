@@ -11,10 +11,9 @@ bool PodLabel(std::string_view k) {
          k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name" || TocsinKey(k);
 }
 bool KeptAnnotation(std::string_view k) {
-  return k == "k8s.v1.cni.cncf.io/networks" || TocsinKey(k);
+  return k == "k8s.v1.cni.cncf.io/networks" || k == kGkeInterfacesAnnotation || TocsinKey(k) ||
+         IsTopologyAnnotation(k);
 }
-bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
-bool InterestingEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
 
 Err DecodeCondition(od::value v, std::vector<Condition>& out) {
   Condition c;
@@ -28,39 +27,6 @@ Err DecodeCondition(od::value v, std::vector<Condition>& out) {
   });
   if (!e) out.push_back(std::move(c));
   return e;
-}
-
-struct Metadata {
-  bool all_labels = true;  // false for pods: job-grouping labels only
-  std::string ns, name, uid;
-  StringMap labels, annotations;
-  std::optional<TimePoint> created;
-  std::vector<OwnerRef> owners;
-};
-
-Err DecodeMetadata(od::value v, Metadata& m) {
-  return Fields(v, [&](std::string_view k, od::value f) -> Err {
-    if (k == "name") return String(f, m.name);
-    if (k == "namespace") return String(f, m.ns);
-    if (k == "uid") return String(f, m.uid);
-    if (k == "labels") return m.all_labels ? Map(f, m.labels) : Map(f, m.labels, PodLabel);
-    if (k == "annotations") return Map(f, m.annotations, KeptAnnotation);
-    if (k == "creationTimestamp") return Time(f, m.created);
-    if (k == "ownerReferences") {
-      return Each(f, [&](od::value o) -> Err {
-        OwnerRef r;
-        Err e = Fields(o, [&](std::string_view ok, od::value ov) -> Err {
-          if (ok == "kind") return String(ov, r.kind);
-          if (ok == "name") return String(ov, r.name);
-          if (ok == "uid") return String(ov, r.uid);
-          return {};
-        });
-        if (!e) m.owners.push_back(std::move(r));
-        return e;
-      });
-    }
-    return {};
-  });
 }
 
 // `args`, when given, receives the container's command and args (DaemonSets only: a pod's are
@@ -79,18 +45,7 @@ Err DecodeContainer(od::value v, std::vector<Container>& out,
         return {};
       });
     }
-    if (k == "env") {
-      return Each(f, [&](od::value ev) -> Err {
-        std::string name, value;
-        Err ee = Fields(ev, [&](std::string_view ek, od::value evv) -> Err {
-          if (ek == "name") return String(evv, name);
-          if (ek == "value") return String(evv, value);
-          return {};
-        });
-        if (!ee && InterestingEnv(name)) c.env[name] = value;
-        return ee;
-      });
-    }
+    if (k == "env") return DecodeEnv(f, c.env);
     if (k == "securityContext") {
       return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
         if (sk == "privileged") return Bool(sv, c.privileged);
@@ -159,10 +114,92 @@ Err DecodeContainerStatus(od::value v, std::vector<ContainerStatus>& out) {
   return e;
 }
 
+// The label keys that required node affinity (matchExpressions) and pod affinity (topologyKey,
+// required or preferred) name.
+Err DecodeAffinityKeys(od::value v, std::vector<std::string>& keys) {
+  auto pod_term = [&](od::value term) { return AppendField(term, "topologyKey", keys); };
+  return Fields(v, [&](std::string_view k, od::value a) -> Err {
+    if (k == "nodeAffinity") {
+      return Fields(a, [&](std::string_view nk, od::value nv) -> Err {
+        if (nk != "requiredDuringSchedulingIgnoredDuringExecution") return {};
+        return Fields(nv, [&](std::string_view tk, od::value terms) -> Err {
+          if (tk != "nodeSelectorTerms") return {};
+          return Each(terms, [&](od::value term) -> Err {
+            return Fields(term, [&](std::string_view ek, od::value exprs) -> Err {
+              if (ek != "matchExpressions") return {};
+              return Each(exprs, [&](od::value e) { return AppendField(e, "key", keys); });
+            });
+          });
+        });
+      });
+    }
+    if (k != "podAffinity") return {};
+    return Fields(a, [&](std::string_view pk, od::value pv) -> Err {
+      if (pk == "requiredDuringSchedulingIgnoredDuringExecution") return Each(pv, pod_term);
+      if (pk != "preferredDuringSchedulingIgnoredDuringExecution") return {};
+      return Each(pv, [&](od::value w) -> Err {
+        return Fields(w, [&](std::string_view wk, od::value term) -> Err {
+          return wk == "podAffinityTerm" ? pod_term(term) : Err{};
+        });
+      });
+    });
+  });
+}
+
+}  // namespace
+
+Err DecodeEnv(od::value v, StringMap& env) {
+  return Each(v, [&](od::value ev) -> Err {
+    std::string name, value;
+    Err ee = Fields(ev, [&](std::string_view ek, od::value evv) -> Err {
+      if (ek == "name") return String(evv, name);
+      if (ek == "value") return String(evv, value);
+      return {};
+    });
+    if (!ee && InterestingEnv(name)) env[name] = value;
+    return ee;
+  });
+}
+
+Err DecodeMetadata(od::value v, Metadata& m) {
+  return Fields(v, [&](std::string_view k, od::value f) -> Err {
+    if (k == "name") return String(f, m.name);
+    if (k == "namespace") return String(f, m.ns);
+    if (k == "uid") return String(f, m.uid);
+    if (k == "labels") return m.all_labels ? Map(f, m.labels) : Map(f, m.labels, PodLabel);
+    if (k == "annotations") return Map(f, m.annotations, KeptAnnotation);
+    if (k == "creationTimestamp") return Time(f, m.created);
+    if (k == "ownerReferences") {
+      return Each(f, [&](od::value o) -> Err {
+        OwnerRef r;
+        Err e = Fields(o, [&](std::string_view ok, od::value ov) -> Err {
+          if (ok == "kind") return String(ov, r.kind);
+          if (ok == "name") return String(ov, r.name);
+          if (ok == "uid") return String(ov, r.uid);
+          return {};
+        });
+        if (!e) m.owners.push_back(std::move(r));
+        return e;
+      });
+    }
+    return {};
+  });
+}
+
 Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p) {
   if (section == "spec") {
     return Fields(spec_or_status, [&](std::string_view k, od::value f) -> Err {
       if (k == "nodeName") return String(f, p.node_name);
+      if (k == "nodeSelector") {
+        StringMap selector;
+        Err e = Map(f, selector);
+        for (const auto& [key, value] : selector) p.topology_keys.push_back(key);
+        return e;
+      }
+      if (k == "affinity") return DecodeAffinityKeys(f, p.topology_keys);
+      if (k == "topologySpreadConstraints") {
+        return Each(f, [&](od::value c) { return AppendField(c, "topologyKey", p.topology_keys); });
+      }
       if (k == "containers") {
         return Each(f, [&](od::value c) { return DecodeContainer(c, p.containers); });
       }
@@ -197,6 +234,8 @@ Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p) {
     return {};
   });
 }
+
+namespace {
 
 Err DecodeNodeSection(od::value v, std::string_view section, Node& n) {
   if (section == "spec") {
@@ -268,6 +307,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
   Node node;
   DaemonSet ds;
   ConfigMap cm;
+  ObjectRef job;
   for (auto field : obj) {
     std::string_view key;
     TRY_SJ(field.unescaped_key().get(key), "");
@@ -278,6 +318,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     } else if (key == "data" && kind == "ConfigMap") {
       TRY_ERR(Map(value, cm.data), "data");
     } else if (key == "spec" || key == "status") {
+      if (IsJobKind(kind)) TRY_ERR(DecodeJobSection(value, key, kind, job), std::string(key));
       if (kind == "Pod") TRY_ERR(DecodePod(value, key, pod), std::string(key));
       if (kind == "Node") TRY_ERR(DecodeNodeSection(value, key, node), std::string(key));
       if (kind == "DaemonSet") TRY_ERR(DecodeDaemonSetSection(value, key, ds), std::string(key));
@@ -318,7 +359,21 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     });
     out.configmaps.push_back(std::move(cm));
   } else {
-    if (IsJobKind(kind)) out.jobs.push_back({kind, meta.ns, meta.name, meta.uid});
+    if (IsJobKind(kind)) {
+      job.kind = kind;
+      job.ns = meta.ns;
+      job.name = meta.name;
+      job.uid = meta.uid;
+      job.owned = !meta.owners.empty();
+      // The top object's topology annotations place every pod (JobSet's exclusive-topology).
+      for (auto& set : job.pod_sets) {
+        for (const auto& [k, v] : meta.annotations) {
+          if (IsTopologyAnnotation(k)) set.pod.annotations.emplace(k, v);
+        }
+        set.pod.ns = meta.ns;
+      }
+      out.jobs.push_back(std::move(job));
+    }
     out.other_kinds[kind.empty() ? "(no kind)" : kind]++;
   }
   return {};

@@ -165,6 +165,28 @@ inline Err AppendField(od::value v, std::string_view key, std::vector<std::strin
   });
 }
 
+inline bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
+inline bool InterestingEnv(std::string_view k) {
+  return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE";
+}
+// A container's env: NCCL_* and WORLD_SIZE only (valueFrom entries kept with an empty value).
+Err DecodeEnv(od::value v, StringMap& env);
+
+struct Metadata {
+  bool all_labels = true;  // false for pods: job-grouping labels only
+  std::string ns, name, uid;
+  StringMap labels, annotations;
+  std::optional<TimePoint> created;
+  std::vector<OwnerRef> owners;
+};
+Err DecodeMetadata(od::value v, Metadata& m);
+// A Pod's "spec" or "status" (`section`); a pod template's spec is a Pod's "spec".
+Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p);
+// The "spec" or "status" of a job's top object (IsJobKind): its pod sets, whether it finished
+// (decode_jobs.cc).
+Err DecodeJobSection(od::value v, std::string_view section, const std::string& kind,
+                     ObjectRef& job);
+
 // Decodes one object of `kind` (or of its own "kind" field) into `out`; other kinds are counted.
 Err DecodeObject(od::object obj, std::string kind, Snapshot& out);
 // Reads an optional string field "kind" and rewinds the object. A structural error leaves the

@@ -21,8 +21,15 @@ const Condition* Node::FindCondition(const std::string& type) const {
   return nullptr;
 }
 
+bool IsTopologyAnnotation(std::string_view k) {
+  return k == "kueue.x-k8s.io/podset-required-topology" ||
+         k == "kueue.x-k8s.io/podset-preferred-topology" ||
+         k == "alpha.jobset.sigs.k8s.io/exclusive-topology";
+}
+
 bool IsJobKind(const std::string& kind) {
-  return kind == "Job" || kind == "PyTorchJob" || kind == "MPIJob" || kind == "JobSet";
+  return kind == "Job" || kind == "PyTorchJob" || kind == "MPIJob" || kind == "JobSet" ||
+         kind == "TrainJob";
 }
 
 }  // namespace tocsin::k8s

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/time.h"
@@ -70,6 +71,9 @@ struct Pod {
   std::vector<Container> containers;
   std::vector<std::string> host_paths;      // spec.volumes[].hostPath.path
   std::vector<std::string> shared_volumes;  // volumes backed by a PVC, NFS, CSI or similar
+  // Label keys the pod's placement names: nodeSelector keys, required node-affinity keys,
+  // pod-affinity and topology-spread topologyKeys (job.placement.no-topology).
+  std::vector<std::string> topology_keys;
   std::vector<Condition> conditions;
   std::vector<ContainerStatus> statuses;
 
@@ -111,14 +115,38 @@ struct ConfigMap {
   StringMap data;
 };
 
-// A training job's top object (batch Job, Kubeflow PyTorchJob/MPIJob, JobSet): what Events about
-// the job name. The audit groups pods by their labels; it does not read these.
+// One pod template of a job's top object and how many pods it makes at once (a Job's
+// parallelism, a JobSet's replicas x parallelism, a Kubeflow replica spec's replicas, a TrainJob's
+// numNodes). docs/FORMATS.md, "Training operators", has each kind's paths.
+struct PodSet {
+  std::string role;  // "Worker", "Launcher", a JobSet's replicatedJob name; "" for a Job
+  int64_t count = 1;
+  Pod pod;  // the template as a pod: labels, annotations, containers, volumes, placement
+  // TrainJob: the pod comes from its TrainingRuntime, of which the TrainJob holds only the trainer
+  // container's resources and env; what the runtime holds (capabilities, networks, volumes,
+  // placement) is not judged.
+  bool partial = false;
+};
+
+// A training job's top object (batch Job, Kubeflow PyTorchJob/MPIJob, JobSet, TrainJob): what
+// Events about the job name, and its pod templates (what the audit judges of a job that has no
+// pods yet, and what the admission webhook judges).
 struct ObjectRef {
   std::string kind, ns, name, uid;
+  bool owned = false;     // has an owner (a JobSet's Jobs, a TrainJob's JobSet)
+  bool finished = false;  // a condition Complete, Succeeded or Failed is True
+  std::vector<PodSet> pod_sets;
 };
+
+// GKE multi-networking's annotation that attaches a pod's additional (GPU) NICs: how
+// GPUDirect-TCPX/TCPXO jobs ask for the fabric. Kept on pods and templates.
+inline constexpr char kGkeInterfacesAnnotation[] = "networking.gke.io/interfaces";
 
 // The kinds decoded into Snapshot::jobs.
 bool IsJobKind(const std::string& kind);
+// Annotations that place a job's pods in one topology domain: Kueue's podset-required-topology
+// and podset-preferred-topology, JobSet's exclusive-topology (kept on pods and templates).
+bool IsTopologyAnnotation(std::string_view key);
 
 struct Snapshot {
   std::vector<Node> nodes;
