@@ -97,6 +97,25 @@ Status ScanList(std::string_view s, ListLayout& out) {
   return Status::Ok();
 }
 
+// An item of a typed list (what the API server returns) has no "kind": the List's is written
+// into the kept text, so that the snapshot reads back alone.
+void KeepRaw(std::string_view item, const std::string& list_item_kind, Snapshot& out) {
+  bool has_kind = false;
+  {
+    ListLayout layout;
+    has_kind = ScanList(item, layout).ok() && !layout.kind.empty();
+  }
+  if (has_kind || list_item_kind.empty()) {
+    out.raw.emplace_back(item);
+    return;
+  }
+  std::string text = "{\"kind\":\"" + list_item_kind + "\"";
+  std::string_view rest = Trim(item.substr(1));
+  if (rest != "}") text += ",";
+  text.append(rest);
+  out.raw.push_back(std::move(text));
+}
+
 Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layout,
                   const std::string& source, Snapshot& out) {
   std::string item_kind = layout.kind == "List" || layout.kind.size() <= 4
@@ -117,6 +136,7 @@ Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layou
     }
     Err err = DecodeObject(obj, item_kind, out);
     if (err) return ToStatus(err, where);
+    if (out.keep_raw) KeepRaw(std::string_view(padded.data() + begin, end - begin), item_kind, out);
   }
   return Status::Ok();
 }
@@ -171,6 +191,7 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   if (!is_list) {
     Err e = DecodeObject(root, kind, out);
     if (e) return ToStatus(e, source + " (" + kind + ")");
+    if (out.keep_raw) out.raw.emplace_back(Trim(text));
     return Status::Ok();
   }
   std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);

@@ -11,10 +11,10 @@ bool PodLabel(std::string_view k) {
          k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name" || TocsinKey(k);
 }
 bool KeptAnnotation(std::string_view k) {
-  return k == "k8s.v1.cni.cncf.io/networks" || TocsinKey(k);
+  return k == "k8s.v1.cni.cncf.io/networks" || k == "k8s.v1.cni.cncf.io/resourceName" ||
+         TocsinKey(k);
 }
 bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
-bool InterestingEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
 
 Err DecodeCondition(od::value v, std::vector<Condition>& out) {
   Condition c;
@@ -63,10 +63,15 @@ Err DecodeMetadata(od::value v, Metadata& m) {
   });
 }
 
-// `args`, when given, receives the container's command and args (DaemonSets only: a pod's are
-// not kept).
-Err DecodeContainer(od::value v, std::vector<Container>& out,
-                    std::vector<std::string>* args = nullptr) {
+}  // namespace
+
+bool PodEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
+bool TemplateEnv(std::string_view k) {
+  return k.rfind("NCCL_", 0) == 0 || k.rfind("UCX_", 0) == 0 || k.rfind("FI_", 0) == 0;
+}
+
+Err DecodeContainer(od::value v, std::vector<Container>& out, std::vector<std::string>* args,
+                    bool (*keep_env)(std::string_view), const std::string& prefix) {
   Container c;
   Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
     if (k == "name") return String(f, c.name);
@@ -87,7 +92,7 @@ Err DecodeContainer(od::value v, std::vector<Container>& out,
           if (ek == "value") return String(evv, value);
           return {};
         });
-        if (!ee && InterestingEnv(name)) c.env[name] = value;
+        if (!ee && keep_env(name)) c.env[name] = value;
         return ee;
       });
     }
@@ -104,9 +109,13 @@ Err DecodeContainer(od::value v, std::vector<Container>& out,
     }
     return {};
   });
+  c.name = prefix + c.name;
   if (!e) out.push_back(std::move(c));
   return e;
 }
+
+namespace {
+
 
 // A ContainerStateTerminated; `message` may be null (not kept).
 Err DecodeTerminated(od::value v, std::string& reason, std::optional<int64_t>& exit_code,
@@ -207,6 +216,11 @@ Err DecodeNodeSection(od::value v, std::string_view section, Node& n) {
   }
   return Fields(v, [&](std::string_view k, od::value f) -> Err {
     if (k == "allocatable") return Map(f, n.allocatable);
+    if (k == "nodeInfo") {
+      return Map(f, n.node_info, [](std::string_view ik) {
+        return ik != "machineID" && ik != "systemUUID" && ik != "bootID";
+      });
+    }
     if (k == "conditions") {
       return Each(f, [&](od::value c) { return DecodeCondition(c, n.conditions); });
     }
@@ -268,6 +282,11 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
   Node node;
   DaemonSet ds;
   ConfigMap cm;
+  NetworkAttachment nad;
+  SriovPolicy sriov;
+  NicClusterPolicy ncp;
+  Workload workload;
+  bool workload_kind = IsWorkloadKind(kind);
   for (auto field : obj) {
     std::string_view key;
     TRY_SJ(field.unescaped_key().get(key), "");
@@ -281,6 +300,17 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
       if (kind == "Pod") TRY_ERR(DecodePod(value, key, pod), std::string(key));
       if (kind == "Node") TRY_ERR(DecodeNodeSection(value, key, node), std::string(key));
       if (kind == "DaemonSet") TRY_ERR(DecodeDaemonSetSection(value, key, ds), std::string(key));
+      if (key == "spec") {
+        if (kind == "NetworkAttachmentDefinition") {
+          TRY_ERR(DecodeNetworkAttachmentSpec(value, nad), "spec");
+        } else if (kind == "SriovNetworkNodePolicy") {
+          TRY_ERR(DecodeSriovPolicySpec(value, sriov), "spec");
+        } else if (kind == "NicClusterPolicy") {
+          TRY_ERR(DecodeNicClusterPolicySpec(value, ncp), "spec");
+        } else if (workload_kind) {
+          TRY_ERR(DecodeWorkloadSpec(value, workload), "spec");
+        }
+      }
     }
   }
   if (kind == "Pod") {
@@ -301,6 +331,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     node.name = meta.name;
     node.uid = meta.uid;
     node.labels = std::move(meta.labels);
+    node.annotations = std::move(meta.annotations);
     node.created = meta.created;
     out.nodes.push_back(std::move(node));
   } else if (kind == "DaemonSet") {
@@ -317,8 +348,28 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
              kv.second.find("configList") == std::string::npos;
     });
     out.configmaps.push_back(std::move(cm));
+  } else if (kind == "NetworkAttachmentDefinition") {
+    nad.ns = meta.ns;
+    nad.name = meta.name;
+    auto rn = meta.annotations.find("k8s.v1.cni.cncf.io/resourceName");
+    if (rn != meta.annotations.end()) nad.resource_name = rn->second;
+    out.networks.push_back(std::move(nad));
+  } else if (kind == "SriovNetworkNodePolicy") {
+    sriov.ns = meta.ns;
+    sriov.name = meta.name;
+    out.sriov_policies.push_back(std::move(sriov));
+  } else if (kind == "NicClusterPolicy") {
+    ncp.name = meta.name;
+    out.nic_policies.push_back(std::move(ncp));
   } else {
     if (IsJobKind(kind)) out.jobs.push_back({kind, meta.ns, meta.name, meta.uid});
+    if (workload_kind) {
+      workload.kind = kind;
+      workload.ns = meta.ns;
+      workload.name = meta.name;
+      workload.owned = !meta.owners.empty();
+      out.workloads.push_back(std::move(workload));
+    }
     out.other_kinds[kind.empty() ? "(no kind)" : kind]++;
   }
   return {};

@@ -165,6 +165,21 @@ inline Err AppendField(od::value v, std::string_view key, std::vector<std::strin
   });
 }
 
+// The env a pod's containers keep (NCCL_*, WORLD_SIZE) and a template's (NCCL_*, UCX_*, FI_*).
+bool PodEnv(std::string_view name);
+bool TemplateEnv(std::string_view name);
+// One container into `out`, its name prefixed by `prefix`; `args`, when given, receives its
+// command and args (DaemonSets only: a pod's are not kept).
+Err DecodeContainer(od::value v, std::vector<Container>& out,
+                    std::vector<std::string>* args = nullptr,
+                    bool (*keep_env)(std::string_view) = PodEnv, const std::string& prefix = "");
+
+// The fabric kinds (decode_fabric.cc): the object's spec into its struct.
+Err DecodeNetworkAttachmentSpec(od::value spec, NetworkAttachment& out);
+Err DecodeSriovPolicySpec(od::value spec, SriovPolicy& out);
+Err DecodeNicClusterPolicySpec(od::value spec, NicClusterPolicy& out);
+Err DecodeWorkloadSpec(od::value spec, Workload& out);
+
 // Decodes one object of `kind` (or of its own "kind" field) into `out`; other kinds are counted.
 Err DecodeObject(od::object obj, std::string kind, Snapshot& out);
 // Reads an optional string field "kind" and rewinds the object. A structural error leaves the

@@ -25,4 +25,8 @@ bool IsJobKind(const std::string& kind) {
   return kind == "Job" || kind == "PyTorchJob" || kind == "MPIJob" || kind == "JobSet";
 }
 
+bool IsWorkloadKind(const std::string& kind) {
+  return IsJobKind(kind) || kind == "CronJob";
+}
+
 }  // namespace tocsin::k8s
