@@ -31,8 +31,10 @@ TEST(CniConfigTest, PluginListTakesTheFirstPlugin) {
 }
 
 TEST(CniConfigTest, HostDeviceAndStringMtu) {
-  ASSERT_OK_AND_ASSIGN(CniConfig c, ParseCniConfig(
-      R"({"type":"host-device","device":"ib0","mtu":"4092","ipam":{"type":"dhcp"}})"));
+  ASSERT_OK_AND_ASSIGN(
+      CniConfig c,
+      ParseCniConfig(
+          R"({"type":"host-device","device":"ib0","mtu":"4092","ipam":{"type":"dhcp"}})"));
   EXPECT_EQ(c.master, "ib0");
   EXPECT_EQ(c.mtu, "4092");
 }

@@ -178,8 +178,7 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   od::object root;
   if (auto e = doc.get_object().get(root)) {
     return Status::ParseError(
-        source +
-        ": expected a JSON object (a List or a Kubernetes object): " + JsonError(e));
+        source + ": expected a JSON object (a List or a Kubernetes object): " + JsonError(e));
   }
   std::string kind;
   if (auto e = ReadKind(root, kind)) {
@@ -197,15 +196,13 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);
   od::array items;
   if (auto e = root.find_field_unordered("items").get_array().get(items)) {
-    return Status::ParseError(source + ": " + kind +
-                              " without an items array: " + JsonError(e));
+    return Status::ParseError(source + ": " + kind + " without an items array: " + JsonError(e));
   }
   size_t index = 0;
   for (auto element : items) {
     od::object obj;
     if (auto e = element.get_object().get(obj)) {
-      return Status::ParseError(source + ": items[" + std::to_string(index) +
-                                "]: " + JsonError(e));
+      return Status::ParseError(source + ": items[" + std::to_string(index) + "]: " + JsonError(e));
     }
     Err e = DecodeObject(obj, item_kind, out);
     if (e) return ToStatus(e, source + ": items[" + std::to_string(index) + "]");

@@ -131,7 +131,7 @@ Err DecodeNicClusterPolicySpec(od::value spec, NicClusterPolicy& out) {
 Err DecodeWorkloadSpec(od::value spec, Workload& w) {
   return Fields(spec, [&](std::string_view k, od::value f) -> Err {
     if (k == "template") return DecodePodTemplate(f, w, "");  // Job
-    if (k == "jobTemplate") {                                  // CronJob
+    if (k == "jobTemplate") {                                 // CronJob
       return Fields(f, [&](std::string_view jk, od::value jv) -> Err {
         return jk == "spec" ? DecodeJobSpec(jv, w, "") : Err{};
       });

@@ -70,18 +70,25 @@ TEST(DecodeFabricTest, WorkloadTemplatesOfEveryKind) {
   std::string pod = R"({"spec":{"containers":[)" + c + "]}}";
   std::string doc = R"({"kind":"List","items":[
     {"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"a"},
-     "spec":{"template":)" + pod + R"(}},
+     "spec":{"template":)" +
+                    pod + R"(}},
     {"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"cj-123","namespace":"a",
-       "ownerReferences":[{"kind":"CronJob","name":"cj","uid":"u"}]},"spec":{"template":)" + pod + R"(}},
+       "ownerReferences":[{"kind":"CronJob","name":"cj","uid":"u"}]},"spec":{"template":)" +
+                    pod + R"(}},
     {"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"cj","namespace":"a"},
-     "spec":{"schedule":"* * * * *","jobTemplate":{"spec":{"template":)" + pod + R"(}}}},
+     "spec":{"schedule":"* * * * *","jobTemplate":{"spec":{"template":)" +
+                    pod + R"(}}}},
     {"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"p","namespace":"a"},
-     "spec":{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":)" + pod + R"(},
-       "Worker":{"replicas":3,"template":)" + pod + R"(}}}},
+     "spec":{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":)" +
+                    pod + R"(},
+       "Worker":{"replicas":3,"template":)" +
+                    pod + R"(}}}},
     {"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"m","namespace":"a"},
-     "spec":{"mpiReplicaSpecs":{"Launcher":{"template":)" + pod + R"(}}}},
+     "spec":{"mpiReplicaSpecs":{"Launcher":{"template":)" +
+                    pod + R"(}}}},
     {"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet","metadata":{"name":"js","namespace":"a"},
-     "spec":{"replicatedJobs":[{"template":{"spec":{"template":)" + pod + R"(}},"name":"workers"}]}}]})";
+     "spec":{"replicatedJobs":[{"template":{"spec":{"template":)" +
+                    pod + R"(}},"name":"workers"}]}}]})";
   ASSERT_OK(DecodeJson(doc, "w.json", s));
   ASSERT_EQ(s.workloads.size(), 6u);
   EXPECT_EQ(s.workloads[0].kind, "Job");

@@ -116,7 +116,6 @@ Err DecodeContainer(od::value v, std::vector<Container>& out, std::vector<std::s
 
 namespace {
 
-
 // A ContainerStateTerminated; `message` may be null (not kept).
 Err DecodeTerminated(od::value v, std::string& reason, std::optional<int64_t>& exit_code,
                      std::optional<TimePoint>& finished, std::string* message) {
@@ -389,27 +388,48 @@ error_code ReadKind(od::object& obj, std::string& kind) {
 
 std::string JsonError(error_code code) {
   switch (code) {
-    case simdjson::INCORRECT_TYPE: return "wrong type";
-    case simdjson::NO_SUCH_FIELD: return "missing";
-    case simdjson::NUMBER_OUT_OF_RANGE: return "number out of range";
-    case simdjson::INDEX_OUT_OF_BOUNDS: return "index out of range";
-    case simdjson::TAPE_ERROR: return "malformed JSON (a missing or extra comma, brace or key)";
-    case simdjson::INCOMPLETE_ARRAY_OR_OBJECT: return "ends inside an object or array (truncated?)";
-    case simdjson::DEPTH_ERROR: return "nested too deeply";
-    case simdjson::EMPTY: return "empty: no JSON";
-    case simdjson::TRAILING_CONTENT: return "text after the end of the JSON document";
-    case simdjson::SCALAR_DOCUMENT_AS_VALUE: return "a lone value, not a JSON object";
-    case simdjson::UTF8_ERROR: return "not valid UTF-8";
-    case simdjson::UNCLOSED_STRING: return "a string is never closed";
-    case simdjson::STRING_ERROR: return "malformed string";
-    case simdjson::UNESCAPED_CHARS: return "a control character in a string is not escaped";
-    case simdjson::NUMBER_ERROR: return "malformed number";
-    case simdjson::T_ATOM_ERROR: return "malformed true";
-    case simdjson::F_ATOM_ERROR: return "malformed false";
-    case simdjson::N_ATOM_ERROR: return "malformed null";
-    case simdjson::CAPACITY: return "document too large";
-    case simdjson::MEMALLOC: return "out of memory";
-    default: return "invalid JSON (" + std::string(simdjson::error_message(code)) + ")";
+    case simdjson::INCORRECT_TYPE:
+      return "wrong type";
+    case simdjson::NO_SUCH_FIELD:
+      return "missing";
+    case simdjson::NUMBER_OUT_OF_RANGE:
+      return "number out of range";
+    case simdjson::INDEX_OUT_OF_BOUNDS:
+      return "index out of range";
+    case simdjson::TAPE_ERROR:
+      return "malformed JSON (a missing or extra comma, brace or key)";
+    case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
+      return "ends inside an object or array (truncated?)";
+    case simdjson::DEPTH_ERROR:
+      return "nested too deeply";
+    case simdjson::EMPTY:
+      return "empty: no JSON";
+    case simdjson::TRAILING_CONTENT:
+      return "text after the end of the JSON document";
+    case simdjson::SCALAR_DOCUMENT_AS_VALUE:
+      return "a lone value, not a JSON object";
+    case simdjson::UTF8_ERROR:
+      return "not valid UTF-8";
+    case simdjson::UNCLOSED_STRING:
+      return "a string is never closed";
+    case simdjson::STRING_ERROR:
+      return "malformed string";
+    case simdjson::UNESCAPED_CHARS:
+      return "a control character in a string is not escaped";
+    case simdjson::NUMBER_ERROR:
+      return "malformed number";
+    case simdjson::T_ATOM_ERROR:
+      return "malformed true";
+    case simdjson::F_ATOM_ERROR:
+      return "malformed false";
+    case simdjson::N_ATOM_ERROR:
+      return "malformed null";
+    case simdjson::CAPACITY:
+      return "document too large";
+    case simdjson::MEMALLOC:
+      return "out of memory";
+    default:
+      return "invalid JSON (" + std::string(simdjson::error_message(code)) + ")";
   }
 }
 

@@ -100,12 +100,12 @@ struct DaemonSet {
   std::vector<std::string> images;
   std::vector<std::string> args;         // the containers' command and args
   std::vector<std::string> config_maps;  // spec.template.spec.volumes[].configMap.name
-  int64_t desired = 0;       // desiredNumberScheduled
-  int64_t current = 0;       // currentNumberScheduled
-  int64_t ready = 0;         // numberReady
-  int64_t available = 0;     // numberAvailable (omitempty)
-  int64_t unavailable = 0;   // numberUnavailable (omitempty)
-  int64_t misscheduled = 0;  // numberMisscheduled
+  int64_t desired = 0;                   // desiredNumberScheduled
+  int64_t current = 0;                   // currentNumberScheduled
+  int64_t ready = 0;                     // numberReady
+  int64_t available = 0;                 // numberAvailable (omitempty)
+  int64_t unavailable = 0;               // numberUnavailable (omitempty)
+  int64_t misscheduled = 0;              // numberMisscheduled
 };
 
 // A ConfigMap's data, only the entries that hold a device plugin's config (a value that
@@ -130,7 +130,7 @@ bool IsJobKind(const std::string& kind);
 // spec.config, read by ParseCniConfig (cni.h) while decoding.
 struct NetworkAttachment {
   std::string ns, name;
-  std::string resource_name;  // annotation k8s.v1.cni.cncf.io/resourceName
+  std::string resource_name;                           // annotation k8s.v1.cni.cncf.io/resourceName
   std::string cni_name, type, master, mtu, ipam_type;  // from the config; "" when absent
   std::string config_error;  // why spec.config could not be read ("" when it could)
 };
