@@ -10,7 +10,7 @@
 
 namespace tocsin::drift {
 
-// One accepted difference (`tocsin diff --accept FILE`, docs/DRIFT.md):
+// One accepted difference (`tocsin diff --accept FILE`, README.md):
 //   - match: {check: drift.plugin.image, subject: "device plugin *"}   # or match: CHECK-GLOB
 //     reason: staging tries v1.5.2 first
 //     expires: 2026-12-31            # a date (the end of that day, UTC) or an RFC 3339 time

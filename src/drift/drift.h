@@ -11,7 +11,7 @@
 namespace tocsin::drift {
 
 // `tocsin diff`: two snapshots (staging and production) compared by role, never by name
-// (docs/DRIFT.md). Pure: no I/O.
+// (README.md, "tocsin diff"). Pure: no I/O.
 
 // One side: its snapshot and where it came from (a file or ctx:NAME), as the user named it.
 struct Side {

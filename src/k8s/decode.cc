@@ -245,6 +245,20 @@ Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& ou
   }
 }
 
+std::string EncodeRawList(const Snapshot& snapshot) {
+  size_t size = 64;
+  for (const auto& item : snapshot.raw) size += item.size() + 2;
+  std::string out;
+  out.reserve(size);
+  out += "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{},\"items\":[";
+  for (size_t i = 0; i < snapshot.raw.size(); ++i) {
+    if (i > 0) out += ",\n";
+    out += snapshot.raw[i];
+  }
+  out += "]}\n";
+  return out;
+}
+
 Status LoadFile(const std::string& path, Snapshot& out) {
   simdjson::padded_string text;
   if (path == "-") {

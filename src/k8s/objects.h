@@ -188,4 +188,15 @@ struct Snapshot {
   std::vector<std::string> load_errors;    // objects that could not be read (LoadCluster)
 };
 
+// The sizes of a snapshot's lists, to drop what was appended since (a list restarted).
+class SnapshotMark {
+ public:
+  explicit SnapshotMark(const Snapshot& s);
+  void Restore(Snapshot& s) const;
+
+ private:
+  size_t nodes_, pods_, daemonsets_, configmaps_, jobs_, networks_, sriov_, nic_, workloads_, raw_,
+      sources_;
+};
+
 }  // namespace tocsin::k8s
