@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,8 +14,11 @@ namespace tocsin::audit {
 // RDMA resource names read from the device plugins' ConfigMaps (plugin_config.h).
 struct PluginConfig {
   std::vector<std::string> rdma_resources;  // sorted, unique
-  std::vector<std::string> sources;         // "NS/CONFIGMAP KEY" documents read
-  std::vector<std::string> errors;          // documents that are not JSON objects
+  // Each RDMA pool's own fields but its name and prefix (selectors, rdmaHcaMax, ...), as compact
+  // JSON with sorted keys, by resource name (the first document that declares it wins).
+  std::map<std::string, std::string> pools;
+  std::vector<std::string> sources;  // "NS/CONFIGMAP KEY" documents read
+  std::vector<std::string> errors;   // documents that are not JSON objects
 };
 
 struct Options {
@@ -55,7 +59,8 @@ Table SummaryTable(const std::vector<Finding>& findings);
 // The label that names a node's topology block: `configured` (--topology-label) when given, else
 // the first well-known one (GKE's block, NVIDIA's, AWS's network layer 1, the zone) that every
 // one of `nodes` carries (a null entry is a node not known: none then); "" when none fits.
-std::string TopologyLabel(const std::vector<const k8s::Node*>& nodes, const std::string& configured);
+std::string TopologyLabel(const std::vector<const k8s::Node*>& nodes,
+                          const std::string& configured);
 
 // The topology label of the cluster's fabric nodes (TopologyLabel over them); "" without any.
 std::string ClusterTopologyLabel(const k8s::Snapshot& snapshot, const Options& options);

@@ -51,6 +51,14 @@ std::string Str(const nlohmann::json& obj, const char* key) {
   return obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>() : "";
 }
 
+void AddPool(const nlohmann::json& pool, const std::string& resource, PluginConfig& out) {
+  out.rdma_resources.push_back(resource);
+  nlohmann::json rest = pool;  // nlohmann::json keeps object keys sorted: dump() is canonical
+  rest.erase("resourceName");
+  rest.erase("resourcePrefix");
+  out.pools.emplace(resource, rest.dump());
+}
+
 // One config document: "resourceList" (SR-IOV plugin, pools with isRdma) or "configList" (the
 // shared RDMA plugin, every pool is RDMA).
 void ReadConfig(const nlohmann::json& doc, const std::string& sriov_prefix, PluginConfig& out) {
@@ -59,7 +67,7 @@ void ReadConfig(const nlohmann::json& doc, const std::string& sriov_prefix, Plug
       std::string name = Str(pool, "resourceName");
       if (name.empty() || !PoolIsRdma(pool)) continue;
       std::string prefix = Str(pool, "resourcePrefix");
-      out.rdma_resources.push_back((prefix.empty() ? sriov_prefix : prefix) + "/" + name);
+      AddPool(pool, (prefix.empty() ? sriov_prefix : prefix) + "/" + name, out);
     }
   }
   if (doc.contains("configList") && doc["configList"].is_array()) {
@@ -67,7 +75,7 @@ void ReadConfig(const nlohmann::json& doc, const std::string& sriov_prefix, Plug
       std::string name = Str(pool, "resourceName");
       if (name.empty()) continue;
       std::string prefix = Str(pool, "resourcePrefix");
-      out.rdma_resources.push_back((prefix.empty() ? kSharedDefaultPrefix : prefix) + "/" + name);
+      AddPool(pool, (prefix.empty() ? kSharedDefaultPrefix : prefix) + "/" + name, out);
     }
   }
 }
@@ -93,6 +101,21 @@ PluginConfig ReadPluginConfig(const k8s::Snapshot& snap, const Options& opt) {
           ReadConfig(doc, prefix, out);
         }
       }
+    }
+  }
+  // The network operator's NicClusterPolicy holds the same documents (docs/FORMATS.md, "Fabric
+  // configuration"): read when the snapshot has one.
+  for (const auto& policy : snap.nic_policies) {
+    for (const auto& c : policy.components) {
+      if (c.config.empty()) continue;
+      std::string where = "NicClusterPolicy " + policy.name + " " + c.name;
+      auto doc = nlohmann::json::parse(c.config, nullptr, /*allow_exceptions=*/false);
+      if (doc.is_discarded() || !doc.is_object()) {
+        out.errors.push_back(where + ": not a JSON object");
+        continue;
+      }
+      out.sources.push_back(where);
+      ReadConfig(doc, kSriovDefaultPrefix, out);
     }
   }
   out.errors.insert(out.errors.end(), snap.load_errors.begin(), snap.load_errors.end());

@@ -112,3 +112,28 @@ TEST(PluginConfigTest, SriovNodeIsNotUnadvertised) {
 
 }  // namespace
 }  // namespace tocsin::audit
+
+namespace tocsin::audit {
+namespace {
+
+// Each pool's other fields, for `tocsin diff`; the NicClusterPolicy's plugin configs count too.
+TEST(PluginConfigTest, PoolsAndNicClusterPolicyConfigs) {
+  k8s::Snapshot snap;
+  k8s::NicClusterPolicy ncp;
+  ncp.name = "nic-cluster-policy";
+  ncp.components.push_back({"rdmaSharedDevicePlugin", "ghcr.io/mellanox",
+                            "k8s-rdma-shared-dev-plugin", "v1.5.2",
+                            R"({"configList":[{"resourceName":"a","rdmaHcaMax":63,
+                                "selectors":{"vendors":["15b3"]}}]})"});
+  ncp.components.push_back({"sriovDevicePlugin", "r", "i", "v", "not json"});
+  snap.nic_policies.push_back(ncp);
+  PluginConfig c = ReadPluginConfig(snap, Options{});
+  EXPECT_EQ(c.rdma_resources, std::vector<std::string>{"rdma/a"});
+  EXPECT_EQ(c.pools.at("rdma/a"), R"({"rdmaHcaMax":63,"selectors":{"vendors":["15b3"]}})");
+  EXPECT_EQ(c.sources, std::vector<std::string>{"NicClusterPolicy nic-cluster-policy "
+                                                "rdmaSharedDevicePlugin"});
+  EXPECT_EQ(c.errors.size(), 1u);
+}
+
+}  // namespace
+}  // namespace tocsin::audit

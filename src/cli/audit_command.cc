@@ -1,5 +1,4 @@
 #include "cli/audit_command.h"
-#include "cli/number_flags.h"
 
 #include <algorithm>
 #include <iostream>
@@ -9,6 +8,7 @@
 #include "audit/coverage.h"
 #include "audit/plugin_config.h"
 #include "cli/daemon_flags.h"
+#include "cli/live_flags.h"
 #include "cli/report_flags.h"
 #include "k8s/api_client.h"
 #include "k8s/decode.h"
@@ -22,43 +22,15 @@ struct AuditFlags {
   std::string now;
   AuditCheckFlags checks;
   bool summary = false;
-  std::string kubeconfig;
   std::string context;
-  double request_timeout_s = 30;
-  int64_t chunk_size = 500;
+  LiveFlags live;
 };
 
-// Lists the cluster through the API; errors (credentials, TLS, HTTP, decoding) are input
-// errors that name the server and the request.
-int LoadLive(const AuditFlags& f, const audit::Options& audit_options, k8s::Snapshot& snapshot) {
-  auto access = k8s::ResolveAccess({f.kubeconfig, f.context}, k8s::AccessEnvironment());
-  if (!access.ok()) return UsageError(access.status().message());
-  if (access->insecure_skip_tls_verify) {
-    std::cerr << "warning: TLS verification of " << access->server
-              << " is off (insecure-skip-tls-verify in " << access->origin << ")\n";
-  }
-  k8s::ClientOptions options;
-  options.request_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(f.request_timeout_s * 1000));
-  options.connect_timeout = std::min(options.connect_timeout, options.request_timeout);
-  options.page_size = f.chunk_size;
-  auto client = k8s::ApiClient::Create(*access, options);
-  auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, audit_options); };
-  Status st = client.ok() ? k8s::LoadCluster(**client, snapshot, plugin) : client.status();
-  if (!st.ok()) {
-    std::cerr << "tocsin: error: " << access->server << " (" << access->origin
-              << "): " << st.message() << "\n";
-    return st.code() == StatusCode::kInternal ? 3 : 2;
-  }
-  return 0;
-}
-
 int RunAudit(const AuditFlags& f) {
-  if (!f.from.empty() && (!f.kubeconfig.empty() || !f.context.empty())) {
+  if (!f.from.empty() && (!f.live.kubeconfig.empty() || !f.context.empty())) {
     return UsageError("--from reads a snapshot; --kubeconfig/--context are for the live API");
   }
-  if (f.request_timeout_s <= 0) return UsageError("--request-timeout must be > 0");
-  if (f.chunk_size < 0) return UsageError("--chunk-size must be >= 0");
+  if (Status st = f.live.Check(); !st.ok()) return UsageError(st.message());
   audit::Options options;
   options.now = Clock::now();
   if (!f.now.empty()) {
@@ -78,7 +50,14 @@ int RunAudit(const AuditFlags& f) {
     }
   }
   if (f.from.empty()) {
-    if (int rc = LoadLive(f, options, snapshot); rc != 0) return rc;
+    auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, options); };
+    int rc = LoadLive(
+        f.live, f.context,
+        [&](k8s::ApiClient& client, k8s::Snapshot& out) {
+          return k8s::LoadCluster(client, out, plugin);
+        },
+        snapshot);
+    if (rc != 0) return rc;
   }
   options = audit::WithPluginConfig(snapshot, options);
   Report report;
@@ -105,18 +84,8 @@ Command AddAuditCommand(CLI::App& parent) {
   cmd->add_option("--from", flags->from,
                   "Snapshot: kubectl get nodes,pods,daemonsets,configmaps -A -o json|yaml "
                   "(repeatable, - for stdin); without it the live API is read");
-  cmd->add_option("--kubeconfig", flags->kubeconfig,
-                  "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster "
-                  "service account)");
+  flags->live.AddTo(cmd);
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
-  cmd->add_option("--request-timeout", flags->request_timeout_s,
-                  "Seconds one API request may take (retries with backoff come on top)")
-      ->check(Seconds())
-      ->capture_default_str();
-  cmd->add_option("--chunk-size", flags->chunk_size,
-                  "Objects per list page (limit/continue); 0 lists each resource at once")
-      ->check(Count(0, 1000000))
-      ->capture_default_str();
   cmd->add_option("--now", flags->now, "RFC 3339 time to compute ages against (default: now)");
   flags->checks.AddTo(cmd);
   cmd->add_flag("--summary", flags->summary, "Add one line per check (for large clusters)");

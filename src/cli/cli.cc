@@ -7,8 +7,9 @@
 #include "base/report.h"
 #include "cli/agent_command.h"
 #include "cli/audit_command.h"
-#include "cli/controller_command.h"
 #include "cli/bench_command.h"
+#include "cli/controller_command.h"
+#include "cli/diff_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
 #include "cli/policy_command.h"
@@ -26,8 +27,10 @@ int Main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("tocsin ") + kVersion);
     app.require_subcommand(1);
     SetProcessArgs(argc, argv);
-    std::vector<Command> commands = {AddNodeCommand(app), AddNcclCommand(app), AddAuditCommand(app),
-                                     AddAgentCommand(app), AddControllerCommand(app)};
+    std::vector<Command> commands = {AddNodeCommand(app),       AddNcclCommand(app),
+                                     AddAuditCommand(app),      AddAgentCommand(app),
+                                     AddControllerCommand(app), AddDiffCommand(app),
+                                     AddSnapshotCommand(app)};
     for (auto& c : AddBenchCommands(app)) commands.push_back(c);
     commands.push_back(AddPolicyCommand(app));
     try {

@@ -8,9 +8,16 @@
 
 namespace tocsin::cli {
 
-void ReportFlags::AddTo(CLI::App* cmd) {
-  cmd->add_option("-o,--output", output, "Output format: table (for people) or json (scripts)")
-      ->check(CLI::IsMember({"table", "json"}))
+void ReportFlags::AddTo(CLI::App* cmd, const std::vector<std::string>& formats) {
+  std::string help = "Output format: table (for people) or json (scripts)";
+  if (formats.size() > 2) {
+    help = "Output format: " + formats[0];
+    for (size_t i = 1; i < formats.size(); ++i) {
+      help += (i + 1 == formats.size() ? " or " : ", ") + formats[i];
+    }
+  }
+  cmd->add_option("-o,--output", output, help)
+      ->check(CLI::IsMember(formats))
       ->capture_default_str();
   cmd->add_option("--fail-on", fail_on,
                   "Exit 1 when a finding is at or above this severity: info|warning|error|critical")
@@ -40,6 +47,10 @@ int ReportFlags::Emit(const Report& report) const {
   std::string text = RenderReport(report, format, TableWidth());
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  return ExitCode(report);
+}
+
+int ReportFlags::ExitCode(const Report& report) const {
   return ExitCodeFor(report, ParseSeverity(fail_on).value_or(Severity::kError), observe_only);
 }
 

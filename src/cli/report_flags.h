@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "base/report.h"
 
@@ -14,7 +15,11 @@ struct ReportFlags {
   bool observe_only = false;
   bool json_lines = false;  // -o json on one line (after a stream of JSON Lines: --follow)
 
-  void AddTo(CLI::App* cmd);
+  // `formats`: what -o accepts (a command that renders more than table and json, such as
+  // diff's junit and markdown, renders those itself and calls ExitCode).
+  void AddTo(CLI::App* cmd, const std::vector<std::string>& formats = {"table", "json"});
+  // The exit code for `report` under --fail-on and --observe-only.
+  int ExitCode(const Report& report) const;
   // Prints the report on stdout and returns the exit code.
   int Emit(const Report& report) const;
 };

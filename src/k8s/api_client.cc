@@ -281,8 +281,7 @@ Status ApiClient::PrepareCredential() {
   if (access_.exec && cred_expires_ && *cred_expires_ <= Clock::now() + std::chrono::seconds(30)) {
     if (Status st = RefreshCredential(false); !st.ok()) return st;
   }
-  if (!access_.token_file.empty() &&
-      SteadyNow() - *token_read_at_ >= options_.token_reread) {
+  if (!access_.token_file.empty() && SteadyNow() - *token_read_at_ >= options_.token_reread) {
     (void)ReadTokenFile();  // rotated meanwhile, or gone for a moment: the old token is kept
   }
   return Status::Ok();
@@ -387,54 +386,13 @@ Status ApiClient::DecodePages(const std::string& collection, const std::string& 
 
 Status ApiClient::List(const std::string& collection, const std::string& kind, Snapshot& out,
                        std::string* resource_version) {
-  size_t nodes = out.nodes.size(), pods = out.pods.size(), ds = out.daemonsets.size();
-  size_t jobs = out.jobs.size();
-  size_t sources = out.sources.size();
+  SnapshotMark mark(out);
   bool gone = false;
   Status st = DecodePages(collection, kind, options_.page_size, out, gone, resource_version);
   if (!st.ok() || !gone) return st;
   // The continue token expired mid-list: drop this resource's pages and list it whole.
-  out.nodes.resize(nodes);
-  out.pods.resize(pods);
-  out.daemonsets.resize(ds);
-  out.jobs.resize(jobs);
-  out.sources.resize(sources);
+  mark.Restore(out);
   return DecodePages(collection, kind, 0, out, gone, resource_version);
-}
-
-}  // namespace tocsin::k8s
-
-namespace tocsin::k8s {
-
-Status LoadCluster(ApiClient& client, Snapshot& out,
-                   const std::function<bool(const DaemonSet&)>& read_configs_of) {
-  struct Collection {
-    const char* path;
-    const char* kind;
-  };
-  for (const Collection& c :
-       {Collection{"/api/v1/nodes", "Node"}, Collection{"/api/v1/pods", "Pod"},
-        Collection{"/apis/apps/v1/daemonsets", "DaemonSet"}}) {
-    size_t sources = out.sources.size();
-    Status st = client.List(c.path, c.kind, out);
-    if (!st.ok()) return st;
-    out.sources.resize(sources);  // one source per cluster, not per page
-  }
-  size_t sources = out.sources.size();
-  size_t daemonsets = out.daemonsets.size();  // a body of another kind must not extend the loop
-  for (size_t i = 0; read_configs_of && i < daemonsets; ++i) {
-    if (!read_configs_of(out.daemonsets[i])) continue;
-    std::string ns = out.daemonsets[i].ns;
-    std::vector<std::string> names = out.daemonsets[i].config_maps;  // copied: decoding appends
-    for (const std::string& name : names) {
-      auto body = client.Get("/api/v1/namespaces/" + ns + "/configmaps/" + name);
-      Status st = body.ok() ? DecodeJson(*body, ns + "/" + name, out) : body.status();
-      if (!st.ok() && st.code() != StatusCode::kNotFound) out.load_errors.push_back(st.message());
-    }
-  }
-  out.sources.resize(sources);
-  out.sources.push_back(client.access().server);
-  return Status::Ok();
 }
 
 }  // namespace tocsin::k8s

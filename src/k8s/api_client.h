@@ -134,6 +134,13 @@ class ApiClient {
 Status LoadCluster(ApiClient& client, Snapshot& out,
                    const std::function<bool(const DaemonSet&)>& read_configs_of = nullptr);
 
+// Lists what `tocsin diff` compares (nodes, daemonsets, network attachments, SR-IOV node
+// policies, NicClusterPolicies, Jobs, CronJobs, PyTorchJobs, MPIJobs, JobSets; all namespaces),
+// then the device plugins' ConfigMaps as LoadCluster does. Custom resources that are not served
+// (404) are skipped.
+Status LoadFabric(ApiClient& client, Snapshot& out,
+                  const std::function<bool(const DaemonSet&)>& read_configs_of = nullptr);
+
 // The error text of a Kubernetes Status body ({"kind":"Status","message":...}), or a short
 // excerpt of any other body.
 std::string ApiErrorText(const std::string& body);

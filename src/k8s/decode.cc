@@ -97,6 +97,25 @@ Status ScanList(std::string_view s, ListLayout& out) {
   return Status::Ok();
 }
 
+// An item of a typed list (what the API server returns) has no "kind": the List's is written
+// into the kept text, so that the snapshot reads back alone.
+void KeepRaw(std::string_view item, const std::string& list_item_kind, Snapshot& out) {
+  bool has_kind = false;
+  {
+    ListLayout layout;
+    has_kind = ScanList(item, layout).ok() && !layout.kind.empty();
+  }
+  if (has_kind || list_item_kind.empty()) {
+    out.raw.emplace_back(item);
+    return;
+  }
+  std::string text = "{\"kind\":\"" + list_item_kind + "\"";
+  std::string_view rest = Trim(item.substr(1));
+  if (rest != "}") text += ",";
+  text.append(rest);
+  out.raw.push_back(std::move(text));
+}
+
 Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layout,
                   const std::string& source, Snapshot& out) {
   std::string item_kind = layout.kind == "List" || layout.kind.size() <= 4
@@ -117,6 +136,7 @@ Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layou
     }
     Err err = DecodeObject(obj, item_kind, out);
     if (err) return ToStatus(err, where);
+    if (out.keep_raw) KeepRaw(std::string_view(padded.data() + begin, end - begin), item_kind, out);
   }
   return Status::Ok();
 }
@@ -158,8 +178,7 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   od::object root;
   if (auto e = doc.get_object().get(root)) {
     return Status::ParseError(
-        source +
-        ": expected a JSON object (a List or a Kubernetes object): " + JsonError(e));
+        source + ": expected a JSON object (a List or a Kubernetes object): " + JsonError(e));
   }
   std::string kind;
   if (auto e = ReadKind(root, kind)) {
@@ -171,20 +190,19 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
   if (!is_list) {
     Err e = DecodeObject(root, kind, out);
     if (e) return ToStatus(e, source + " (" + kind + ")");
+    if (out.keep_raw) out.raw.emplace_back(Trim(text));
     return Status::Ok();
   }
   std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);
   od::array items;
   if (auto e = root.find_field_unordered("items").get_array().get(items)) {
-    return Status::ParseError(source + ": " + kind +
-                              " without an items array: " + JsonError(e));
+    return Status::ParseError(source + ": " + kind + " without an items array: " + JsonError(e));
   }
   size_t index = 0;
   for (auto element : items) {
     od::object obj;
     if (auto e = element.get_object().get(obj)) {
-      return Status::ParseError(source + ": items[" + std::to_string(index) +
-                                "]: " + JsonError(e));
+      return Status::ParseError(source + ": items[" + std::to_string(index) + "]: " + JsonError(e));
     }
     Err e = DecodeObject(obj, item_kind, out);
     if (e) return ToStatus(e, source + ": items[" + std::to_string(index) + "]");
@@ -225,6 +243,20 @@ Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& ou
   } catch (const YAML::Exception& e) {
     return Status::ParseError(source + ": not valid YAML: " + e.what());
   }
+}
+
+std::string EncodeRawList(const Snapshot& snapshot) {
+  size_t size = 64;
+  for (const auto& item : snapshot.raw) size += item.size() + 2;
+  std::string out;
+  out.reserve(size);
+  out += "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{},\"items\":[";
+  for (size_t i = 0; i < snapshot.raw.size(); ++i) {
+    if (i > 0) out += ",\n";
+    out += snapshot.raw[i];
+  }
+  out += "]}\n";
+  return out;
 }
 
 Status LoadFile(const std::string& path, Snapshot& out) {

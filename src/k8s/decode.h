@@ -30,4 +30,8 @@ Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& ou
 // '{' or '['.
 Status LoadFile(const std::string& path, Snapshot& out);
 
+// The objects kept with Snapshot::keep_raw as one `kubectl get -o json` List (what `tocsin
+// snapshot` writes; LoadFile reads it back).
+std::string EncodeRawList(const Snapshot& snapshot);
+
 }  // namespace tocsin::k8s

@@ -11,8 +11,8 @@ bool PodLabel(std::string_view k) {
          k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name" || TocsinKey(k);
 }
 bool KeptAnnotation(std::string_view k) {
-  return k == "k8s.v1.cni.cncf.io/networks" || k == kGkeInterfacesAnnotation || TocsinKey(k) ||
-         IsTopologyAnnotation(k);
+  return k == "k8s.v1.cni.cncf.io/networks" || k == "k8s.v1.cni.cncf.io/resourceName" ||
+         k == kGkeInterfacesAnnotation || TocsinKey(k) || IsTopologyAnnotation(k);
 }
 
 Err DecodeCondition(od::value v, std::vector<Condition>& out) {
@@ -29,10 +29,15 @@ Err DecodeCondition(od::value v, std::vector<Condition>& out) {
   return e;
 }
 
-// `args`, when given, receives the container's command and args (DaemonSets only: a pod's are
-// not kept).
-Err DecodeContainer(od::value v, std::vector<Container>& out,
-                    std::vector<std::string>* args = nullptr) {
+}  // namespace
+
+bool PodEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
+bool TemplateEnv(std::string_view k) {
+  return k.rfind("NCCL_", 0) == 0 || k.rfind("UCX_", 0) == 0 || k.rfind("FI_", 0) == 0;
+}
+
+Err DecodeContainer(od::value v, std::vector<Container>& out, std::vector<std::string>* args,
+                    bool (*keep_env)(std::string_view), const std::string& prefix) {
   Container c;
   Err e = Fields(v, [&](std::string_view k, od::value f) -> Err {
     if (k == "name") return String(f, c.name);
@@ -45,7 +50,7 @@ Err DecodeContainer(od::value v, std::vector<Container>& out,
         return {};
       });
     }
-    if (k == "env") return DecodeEnv(f, c.env);
+    if (k == "env") return DecodeEnv(f, c.env, keep_env);
     if (k == "securityContext") {
       return Fields(f, [&](std::string_view sk, od::value sv) -> Err {
         if (sk == "privileged") return Bool(sv, c.privileged);
@@ -59,9 +64,12 @@ Err DecodeContainer(od::value v, std::vector<Container>& out,
     }
     return {};
   });
+  c.name = prefix + c.name;
   if (!e) out.push_back(std::move(c));
   return e;
 }
+
+namespace {
 
 // A ContainerStateTerminated; `message` may be null (not kept).
 Err DecodeTerminated(od::value v, std::string& reason, std::optional<int64_t>& exit_code,
@@ -148,7 +156,7 @@ Err DecodeAffinityKeys(od::value v, std::vector<std::string>& keys) {
 
 }  // namespace
 
-Err DecodeEnv(od::value v, StringMap& env) {
+Err DecodeEnv(od::value v, StringMap& env, bool (*keep)(std::string_view)) {
   return Each(v, [&](od::value ev) -> Err {
     std::string name, value;
     Err ee = Fields(ev, [&](std::string_view ek, od::value evv) -> Err {
@@ -156,7 +164,7 @@ Err DecodeEnv(od::value v, StringMap& env) {
       if (ek == "value") return String(evv, value);
       return {};
     });
-    if (!ee && InterestingEnv(name)) env[name] = value;
+    if (!ee && keep(name)) env[name] = value;
     return ee;
   });
 }
@@ -246,6 +254,11 @@ Err DecodeNodeSection(od::value v, std::string_view section, Node& n) {
   }
   return Fields(v, [&](std::string_view k, od::value f) -> Err {
     if (k == "allocatable") return Map(f, n.allocatable);
+    if (k == "nodeInfo") {
+      return Map(f, n.node_info, [](std::string_view ik) {
+        return ik != "machineID" && ik != "systemUUID" && ik != "bootID";
+      });
+    }
     if (k == "conditions") {
       return Each(f, [&](od::value c) { return DecodeCondition(c, n.conditions); });
     }
@@ -308,6 +321,11 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
   DaemonSet ds;
   ConfigMap cm;
   ObjectRef job;
+  NetworkAttachment nad;
+  SriovPolicy sriov;
+  NicClusterPolicy ncp;
+  Workload workload;
+  bool workload_kind = IsWorkloadKind(kind);
   for (auto field : obj) {
     std::string_view key;
     TRY_SJ(field.unescaped_key().get(key), "");
@@ -322,6 +340,17 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
       if (kind == "Pod") TRY_ERR(DecodePod(value, key, pod), std::string(key));
       if (kind == "Node") TRY_ERR(DecodeNodeSection(value, key, node), std::string(key));
       if (kind == "DaemonSet") TRY_ERR(DecodeDaemonSetSection(value, key, ds), std::string(key));
+      if (key == "spec") {
+        if (kind == "NetworkAttachmentDefinition") {
+          TRY_ERR(DecodeNetworkAttachmentSpec(value, nad), "spec");
+        } else if (kind == "SriovNetworkNodePolicy") {
+          TRY_ERR(DecodeSriovPolicySpec(value, sriov), "spec");
+        } else if (kind == "NicClusterPolicy") {
+          TRY_ERR(DecodeNicClusterPolicySpec(value, ncp), "spec");
+        } else if (workload_kind) {
+          TRY_ERR(DecodeWorkloadSpec(value, workload), "spec");
+        }
+      }
     }
   }
   if (kind == "Pod") {
@@ -342,6 +371,7 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
     node.name = meta.name;
     node.uid = meta.uid;
     node.labels = std::move(meta.labels);
+    node.annotations = std::move(meta.annotations);
     node.created = meta.created;
     out.nodes.push_back(std::move(node));
   } else if (kind == "DaemonSet") {
@@ -358,6 +388,19 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
              kv.second.find("configList") == std::string::npos;
     });
     out.configmaps.push_back(std::move(cm));
+  } else if (kind == "NetworkAttachmentDefinition") {
+    nad.ns = meta.ns;
+    nad.name = meta.name;
+    auto rn = meta.annotations.find("k8s.v1.cni.cncf.io/resourceName");
+    if (rn != meta.annotations.end()) nad.resource_name = rn->second;
+    out.networks.push_back(std::move(nad));
+  } else if (kind == "SriovNetworkNodePolicy") {
+    sriov.ns = meta.ns;
+    sriov.name = meta.name;
+    out.sriov_policies.push_back(std::move(sriov));
+  } else if (kind == "NicClusterPolicy") {
+    ncp.name = meta.name;
+    out.nic_policies.push_back(std::move(ncp));
   } else {
     if (IsJobKind(kind)) {
       job.kind = kind;
@@ -373,6 +416,13 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
         set.pod.ns = meta.ns;
       }
       out.jobs.push_back(std::move(job));
+    }
+    if (workload_kind) {
+      workload.kind = kind;
+      workload.ns = meta.ns;
+      workload.name = meta.name;
+      workload.owned = !meta.owners.empty();
+      out.workloads.push_back(std::move(workload));
     }
     out.other_kinds[kind.empty() ? "(no kind)" : kind]++;
   }
@@ -393,27 +443,48 @@ error_code ReadKind(od::object& obj, std::string& kind) {
 
 std::string JsonError(error_code code) {
   switch (code) {
-    case simdjson::INCORRECT_TYPE: return "wrong type";
-    case simdjson::NO_SUCH_FIELD: return "missing";
-    case simdjson::NUMBER_OUT_OF_RANGE: return "number out of range";
-    case simdjson::INDEX_OUT_OF_BOUNDS: return "index out of range";
-    case simdjson::TAPE_ERROR: return "malformed JSON (a missing or extra comma, brace or key)";
-    case simdjson::INCOMPLETE_ARRAY_OR_OBJECT: return "ends inside an object or array (truncated?)";
-    case simdjson::DEPTH_ERROR: return "nested too deeply";
-    case simdjson::EMPTY: return "empty: no JSON";
-    case simdjson::TRAILING_CONTENT: return "text after the end of the JSON document";
-    case simdjson::SCALAR_DOCUMENT_AS_VALUE: return "a lone value, not a JSON object";
-    case simdjson::UTF8_ERROR: return "not valid UTF-8";
-    case simdjson::UNCLOSED_STRING: return "a string is never closed";
-    case simdjson::STRING_ERROR: return "malformed string";
-    case simdjson::UNESCAPED_CHARS: return "a control character in a string is not escaped";
-    case simdjson::NUMBER_ERROR: return "malformed number";
-    case simdjson::T_ATOM_ERROR: return "malformed true";
-    case simdjson::F_ATOM_ERROR: return "malformed false";
-    case simdjson::N_ATOM_ERROR: return "malformed null";
-    case simdjson::CAPACITY: return "document too large";
-    case simdjson::MEMALLOC: return "out of memory";
-    default: return "invalid JSON (" + std::string(simdjson::error_message(code)) + ")";
+    case simdjson::INCORRECT_TYPE:
+      return "wrong type";
+    case simdjson::NO_SUCH_FIELD:
+      return "missing";
+    case simdjson::NUMBER_OUT_OF_RANGE:
+      return "number out of range";
+    case simdjson::INDEX_OUT_OF_BOUNDS:
+      return "index out of range";
+    case simdjson::TAPE_ERROR:
+      return "malformed JSON (a missing or extra comma, brace or key)";
+    case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
+      return "ends inside an object or array (truncated?)";
+    case simdjson::DEPTH_ERROR:
+      return "nested too deeply";
+    case simdjson::EMPTY:
+      return "empty: no JSON";
+    case simdjson::TRAILING_CONTENT:
+      return "text after the end of the JSON document";
+    case simdjson::SCALAR_DOCUMENT_AS_VALUE:
+      return "a lone value, not a JSON object";
+    case simdjson::UTF8_ERROR:
+      return "not valid UTF-8";
+    case simdjson::UNCLOSED_STRING:
+      return "a string is never closed";
+    case simdjson::STRING_ERROR:
+      return "malformed string";
+    case simdjson::UNESCAPED_CHARS:
+      return "a control character in a string is not escaped";
+    case simdjson::NUMBER_ERROR:
+      return "malformed number";
+    case simdjson::T_ATOM_ERROR:
+      return "malformed true";
+    case simdjson::F_ATOM_ERROR:
+      return "malformed false";
+    case simdjson::N_ATOM_ERROR:
+      return "malformed null";
+    case simdjson::CAPACITY:
+      return "document too large";
+    case simdjson::MEMALLOC:
+      return "out of memory";
+    default:
+      return "invalid JSON (" + std::string(simdjson::error_message(code)) + ")";
   }
 }
 

@@ -166,11 +166,16 @@ inline Err AppendField(od::value v, std::string_view key, std::vector<std::strin
 }
 
 inline bool ExtendedResource(std::string_view k) { return k.find('/') != std::string_view::npos; }
-inline bool InterestingEnv(std::string_view k) {
-  return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE";
-}
-// A container's env: NCCL_* and WORLD_SIZE only (valueFrom entries kept with an empty value).
-Err DecodeEnv(od::value v, StringMap& env);
+// The env a pod's containers keep (NCCL_*, WORLD_SIZE) and a template's (NCCL_*, UCX_*, FI_*).
+bool PodEnv(std::string_view name);
+bool TemplateEnv(std::string_view name);
+// A container's env, the variables `keep` names (valueFrom entries kept with an empty value).
+Err DecodeEnv(od::value v, StringMap& env, bool (*keep)(std::string_view) = PodEnv);
+// One container into `out`, its name prefixed by `prefix`; `args`, when given, receives its
+// command and args (DaemonSets only: a pod's are not kept).
+Err DecodeContainer(od::value v, std::vector<Container>& out,
+                    std::vector<std::string>* args = nullptr,
+                    bool (*keep_env)(std::string_view) = PodEnv, const std::string& prefix = "");
 
 struct Metadata {
   bool all_labels = true;  // false for pods: job-grouping labels only
@@ -186,6 +191,12 @@ Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p);
 // (decode_jobs.cc).
 Err DecodeJobSection(od::value v, std::string_view section, const std::string& kind,
                      ObjectRef& job);
+
+// The fabric kinds (decode_fabric.cc): the object's spec into its struct.
+Err DecodeNetworkAttachmentSpec(od::value spec, NetworkAttachment& out);
+Err DecodeSriovPolicySpec(od::value spec, SriovPolicy& out);
+Err DecodeNicClusterPolicySpec(od::value spec, NicClusterPolicy& out);
+Err DecodeWorkloadSpec(od::value spec, Workload& out);
 
 // Decodes one object of `kind` (or of its own "kind" field) into `out`; other kinds are counted.
 Err DecodeObject(od::object obj, std::string kind, Snapshot& out);

@@ -32,4 +32,33 @@ bool IsJobKind(const std::string& kind) {
          kind == "TrainJob";
 }
 
+bool IsWorkloadKind(const std::string& kind) { return IsJobKind(kind) || kind == "CronJob"; }
+
+SnapshotMark::SnapshotMark(const Snapshot& s)
+    : nodes_(s.nodes.size()),
+      pods_(s.pods.size()),
+      daemonsets_(s.daemonsets.size()),
+      configmaps_(s.configmaps.size()),
+      jobs_(s.jobs.size()),
+      networks_(s.networks.size()),
+      sriov_(s.sriov_policies.size()),
+      nic_(s.nic_policies.size()),
+      workloads_(s.workloads.size()),
+      raw_(s.raw.size()),
+      sources_(s.sources.size()) {}
+
+void SnapshotMark::Restore(Snapshot& s) const {
+  s.nodes.resize(nodes_);
+  s.pods.resize(pods_);
+  s.daemonsets.resize(daemonsets_);
+  s.configmaps.resize(configmaps_);
+  s.jobs.resize(jobs_);
+  s.networks.resize(networks_);
+  s.sriov_policies.resize(sriov_);
+  s.nic_policies.resize(nic_);
+  s.workloads.resize(workloads_);
+  s.raw.resize(raw_);
+  s.sources.resize(sources_);
+}
+
 }  // namespace tocsin::k8s

@@ -84,7 +84,11 @@ struct Pod {
 struct Node {
   std::string name, uid;
   StringMap labels;
+  StringMap annotations;  // tocsin.io/ ones only (the agent's fabric facts)
   StringMap allocatable;
+  // status.nodeInfo: kernelVersion, osImage, containerRuntimeVersion, kubeletVersion,
+  // operatingSystem, architecture (machineID, systemUUID and bootID are left out: volatile).
+  StringMap node_info;
   std::optional<TimePoint> created;
   bool unschedulable = false;
   std::vector<Condition> conditions;
@@ -100,12 +104,12 @@ struct DaemonSet {
   std::vector<std::string> images;
   std::vector<std::string> args;         // the containers' command and args
   std::vector<std::string> config_maps;  // spec.template.spec.volumes[].configMap.name
-  int64_t desired = 0;       // desiredNumberScheduled
-  int64_t current = 0;       // currentNumberScheduled
-  int64_t ready = 0;         // numberReady
-  int64_t available = 0;     // numberAvailable (omitempty)
-  int64_t unavailable = 0;   // numberUnavailable (omitempty)
-  int64_t misscheduled = 0;  // numberMisscheduled
+  int64_t desired = 0;                   // desiredNumberScheduled
+  int64_t current = 0;                   // currentNumberScheduled
+  int64_t ready = 0;                     // numberReady
+  int64_t available = 0;                 // numberAvailable (omitempty)
+  int64_t unavailable = 0;               // numberUnavailable (omitempty)
+  int64_t misscheduled = 0;              // numberMisscheduled
 };
 
 // A ConfigMap's data, only the entries that hold a device plugin's config (a value that
@@ -148,15 +152,79 @@ bool IsJobKind(const std::string& kind);
 // and podset-preferred-topology, JobSet's exclusive-topology (kept on pods and templates).
 bool IsTopologyAnnotation(std::string_view key);
 
+// What `tocsin diff` compares beyond the audit's kinds (docs/FORMATS.md, "Fabric configuration").
+
+// A NetworkAttachmentDefinition (k8s.cni.cncf.io/v1): its CNI config, a JSON string in
+// spec.config, read by ParseCniConfig (cni.h) while decoding.
+struct NetworkAttachment {
+  std::string ns, name;
+  std::string resource_name;                           // annotation k8s.v1.cni.cncf.io/resourceName
+  std::string cni_name, type, master, mtu, ipam_type;  // from the config; "" when absent
+  std::string config_error;  // why spec.config could not be read ("" when it could)
+};
+
+// An SR-IOV network operator SriovNetworkNodePolicy (sriovnetwork.openshift.io/v1).
+struct SriovPolicy {
+  std::string ns, name;
+  std::string resource_name, device_type, link_type;
+  int64_t num_vfs = 0, mtu = 0, priority = 0;
+  bool is_rdma = false;
+  StringMap node_selector;
+  std::vector<std::string> pf_names, root_devices;
+  std::string vendor, device_id;
+};
+
+// One component of the NVIDIA network operator's NicClusterPolicy (mellanox.com/v1alpha1):
+// spec.<name> (ofedDriver, rdmaSharedDevicePlugin, sriovDevicePlugin, nvIpam, ...) or
+// spec.secondaryNetwork.<name> ("secondaryNetwork.multus").
+struct OperatorComponent {
+  std::string name, repository, image, version;
+  std::string config;  // the device plugins' config (a JSON string), when given
+};
+struct NicClusterPolicy {
+  std::string name;
+  std::vector<OperatorComponent> components;
+};
+
+// A workload's pod templates (Job, CronJob, JobSet, PyTorchJob, MPIJob): containers with their
+// NCCL_*, UCX_*, FI_* env and extended-resource requests; each container's name is prefixed by
+// its replica ("Worker/pytorch"; a Job's and a CronJob's have none).
+struct Workload {
+  std::string kind, ns, name;
+  bool owned = false;  // has an ownerReference (a CronJob's Job, a JobSet's Job): not a template
+  std::vector<Container> containers;
+};
+
+// The kinds decoded into Snapshot::workloads.
+bool IsWorkloadKind(const std::string& kind);
+
 struct Snapshot {
   std::vector<Node> nodes;
   std::vector<Pod> pods;
   std::vector<DaemonSet> daemonsets;
   std::vector<ConfigMap> configmaps;
   std::vector<ObjectRef> jobs;
+  std::vector<NetworkAttachment> networks;
+  std::vector<SriovPolicy> sriov_policies;
+  std::vector<NicClusterPolicy> nic_policies;
+  std::vector<Workload> workloads;
+  // Keep each decoded object's JSON text (what `tocsin snapshot` writes): set before decoding.
+  bool keep_raw = false;
+  std::vector<std::string> raw;
   std::vector<std::string> sources;
   std::map<std::string, int> other_kinds;  // kinds seen and not checked (Job, Service, ...)
   std::vector<std::string> load_errors;    // objects that could not be read (LoadCluster)
+};
+
+// The sizes of a snapshot's lists, to drop what was appended since (a list restarted).
+class SnapshotMark {
+ public:
+  explicit SnapshotMark(const Snapshot& s);
+  void Restore(Snapshot& s) const;
+
+ private:
+  size_t nodes_, pods_, daemonsets_, configmaps_, jobs_, networks_, sriov_, nic_, workloads_, raw_,
+      sources_;
 };
 
 }  // namespace tocsin::k8s

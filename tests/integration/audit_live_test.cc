@@ -119,6 +119,30 @@ TEST_F(AuditLiveTest, LiveFindingsEqualSnapshotFindingsOnEveryFixture) {
   }
 }
 
+// `tocsin diff` live (ctx:NAME) reads nodes, device plugins and their ConfigMaps as the snapshot
+// has them; the kinds the test server does not serve (network attachments, SR-IOV and
+// NicClusterPolicies, PyTorchJobs, CronJobs: 404) are skipped, so only those differ.
+TEST_F(AuditLiveTest, DiffReadsALiveContextAsItsSnapshot) {
+  const std::string staging = kClusters + "../drift/staging.json";
+  auto server = StartServer("../drift/staging.json");
+  std::string kc = Kubeconfig("cert.yaml", Https(*server), ClientCertUser());
+  JsonRun same = RunTocsinJson(
+      {"diff", "-o", "json", "--fail-on", "info", "--kubeconfig", kc, "ctx:test", "ctx:"}, Env());
+  EXPECT_EQ(same.exit_code, 0) << same.report.dump(2);
+  EXPECT_TRUE(same.report["findings"].empty());
+  EXPECT_EQ(same.report["inventory"]["a"]["nodes"], 4);
+  EXPECT_EQ(same.report["inventory"]["a"]["source"], Https(*server));
+  JsonRun vs = RunTocsinJson(
+      {"diff", "-o", "json", "--kubeconfig", kc, "--context-a", "test", staging}, Env());
+  ASSERT_FALSE(vs.report["findings"].empty()) << vs.report.dump(2);
+  for (const auto& f : vs.report["findings"]) {
+    std::string subject = f["subject"];
+    bool unserved = subject.starts_with("network ") || subject.starts_with("sriov policy ") ||
+                    subject.starts_with("NicClusterPolicy ") || subject.starts_with("template ");
+    EXPECT_TRUE(unserved) << f.dump();
+  }
+}
+
 TEST_F(AuditLiveTest, PluginCrashLoopIsCriticalThroughTheApi) {
   auto server = StartServer("plugin-crashloop.json",
                             {"--require-client-cert", "--log", *dir_ + "/crashloop.log"});

@@ -27,6 +27,7 @@
 #include "base/strings.h"
 #include "bench/catalog.h"
 #include "canary/catalog.h"
+#include "drift/catalog.h"
 #include "gpu/catalog.h"
 #include "nccl/catalog.h"
 #include "rdma/catalog.h"
@@ -40,8 +41,9 @@ namespace fs = std::filesystem;
 const fs::path kSource = TOCSIN_SOURCE_DIR;
 
 std::vector<const CheckCatalog*> Catalogs() {
-  return {&rdma::Catalog(),  &gpu::Catalog(),    &storage::Catalog(), &nccl::Catalog(),
-          &audit::Catalog(), &canary::Catalog(), &agent::Catalog(),   &bench::Catalog()};
+  return {&rdma::Catalog(),  &gpu::Catalog(),   &storage::Catalog(),
+          &nccl::Catalog(),  &audit::Catalog(), &canary::Catalog(),
+          &agent::Catalog(), &bench::Catalog(), &drift::Catalog()};
 }
 
 const CheckInfo* Find(std::string_view id) { return FindCheck(Catalogs(), id); }
