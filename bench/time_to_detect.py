@@ -25,13 +25,14 @@ injection to its alert's notification:
   mount-missing       /mnt/lustre gone from mountinfo                  (SharedStorageDegraded,
   probe-slow          the probed folder turns slow (FUSE, 300 ms)       each)
   canary-no-rdma      no node advertises the canary's RDMA resource  TocsinCanaryFailing
-  drift               (tocsin diff does not exist yet: issue 18)     -
+  drift               (the controller does not watch drift yet: issue 18, item 6)  -
 
 Goal: each within 120 s (the port within 60 s) and no notification while healthy. --short runs
-the quick version that `make test` runs (a 45 s quiet window, four rows, panels reported). Every panel of the
+the quick version that `make test` runs (a 45 s quiet window, five rows, panels reported; beside
+the other tests a row passes within twice its goal, reported as late). Every panel of the
 shipped dashboards (deploy/base/dashboards) is queried against this Prometheus, healthy and
 faulty: a query that returns no series in either is reported and fails the run. Exit 1 when a row
-misses its goal or the quiet window was not quiet; 2 when the stack could not be set up; 77
+misses its goal (--short: twice its goal) or the quiet window was not quiet; 2 when the stack could not be set up; 77
 (skipped) without a control plane (TOCSIN_K8S_ENV).
 
   make k8s-up && TOCSIN_K8S_ENV=build/k8s/env bench/time_to_detect.sh [--quiet 900] [--json F]
@@ -512,8 +513,13 @@ def main():
             if (board, panel, expr) not in with_data]}
         for row, alert, goal, what in rows:
             secs, labels = results.get(row, (None, {}))
+            # The suite's short run shares the machine with the other tests: it proves that each
+            # failure reaches a notification in bounded time (twice the goal); the goal itself is
+            # the full run's to judge, on a quiet machine.
+            bound = goal * (2 if args.short else 1)
             out["rows"].append({"row": row, "injected": what, "alert": alert, "seconds": secs,
                                 "goal_seconds": goal, "ok": secs is not None and secs <= goal,
+                                "within_bound": secs is not None and secs <= bound,
                                 "labels": labels})
     except (AssertionError, OSError) as e:
         print(f"time_to_detect: the stack could not be set up: {e}", file=sys.stderr)
@@ -531,7 +537,7 @@ def main():
     for r in out["rows"]:
         s = "-" if r["seconds"] is None else f"{r['seconds']:.1f}"
         print(f"{r['row']:18} {r['alert']:28} {s:>8} {r['goal_seconds']:>5}  "
-              f"{'ok' if r['ok'] else 'MISSED'}")
+              f"{'ok' if r['ok'] else 'late (within twice the goal)' if r['within_bound'] else 'MISSED'}")
     for row, why in skipped.items():
         print(f"{row:18} skipped: {why}")
     empty = out.get("panels", {}).get("without_data", [])
@@ -540,13 +546,14 @@ def main():
     for q in empty:
         print(f"  no data: {q}")
     if not args.short:
-        print(f"{'drift':18} not measured: `tocsin diff` does not exist yet (issue 18)")
+        print(f"{'drift':18} not measured: the controller does not watch for drift yet "
+              "(issue 18, item 6)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
     # With a row skipped, its panels may rightly have no data: reported, not failed.
     # The short run injects only some failures: panels of the others are reported, not failed.
-    ok = not out["quiet_notifications"] and all(r["ok"] for r in out["rows"]) and \
+    ok = not out["quiet_notifications"] and all(r["within_bound"] for r in out["rows"]) and \
         (not empty or bool(skipped) or args.short)
     return 0 if ok else 1
 

@@ -335,6 +335,26 @@ Err DecodeObject(od::object obj, std::string kind, Snapshot& out) {
       TRY_ERR(DecodeMetadata(value, meta), "metadata");
     } else if (key == "data" && kind == "ConfigMap") {
       TRY_ERR(Map(value, cm.data), "data");
+    } else if (key == "spec" && IsJobKind(kind) && workload_kind) {
+      // The audit's pod sets and drift's template both read a job's spec, and an on-demand value
+      // is read once: the spec's text is parsed again for the template (a job's spec is small).
+      od::object spec_object;
+      TRY_SJ(value.get_object().get(spec_object), "spec");
+      std::string_view raw;
+      TRY_SJ(spec_object.raw_json().get(raw), "spec");
+      simdjson::padded_string text(raw);
+      od::parser parser;
+      for (int pass = 0; pass < 2; ++pass) {
+        od::document doc;
+        TRY_SJ(parser.iterate(text).get(doc), "spec");
+        od::value spec;
+        TRY_SJ(doc.get_value().get(spec), "spec");
+        if (pass == 0) {
+          TRY_ERR(DecodeJobSection(spec, key, kind, job), "spec");
+        } else {
+          TRY_ERR(DecodeWorkloadSpec(spec, workload), "spec");
+        }
+      }
     } else if (key == "spec" || key == "status") {
       if (IsJobKind(kind)) TRY_ERR(DecodeJobSection(value, key, kind, job), std::string(key));
       if (kind == "Pod") TRY_ERR(DecodePod(value, key, pod), std::string(key));

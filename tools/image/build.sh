@@ -25,7 +25,7 @@ for tool in mmdebstrap umoci dpkg-query; do
   command -v "$tool" >/dev/null || { echo "image: needs $tool (tools/image/deps.sh)" >&2; exit 2; }
 done
 
-# 1. Packages, pinned to the versions installed here.
+# 1. Packages, pinned to the versions installed here (while the mirror has them).
 libs=$(ldd "$BINARY" | awk '/=> \//{print $3}')
 libs+=$'\n'$(ldconfig -p | awk '/libcurl\.so\.4 .*x86-64/{print $NF; exit}')
 libs+=$'\n'$(ldconfig -p | awk '/libfabric\.so\.1 .*x86-64/{print $NF; exit}')
@@ -36,7 +36,16 @@ while read -r lib; do
   owner=$(dpkg -S "$real" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true)
   [ -n "$owner" ] || { echo "image: no Debian package holds $lib" >&2; exit 2; }
   pkg=${owner%%:*}
-  packages+=("$pkg=$(dpkg-query -W -f '${Version}' "$pkg")")
+  version=$(dpkg-query -W -f '${Version}' "$pkg")
+  # The installed version, while the mirror still has it; a security update in the same suite
+  # can supersede it (same ABI): then the suite's own.
+  if apt-cache madison "$pkg" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}' |
+      grep -qxF -- "$version"; then
+    packages+=("$pkg=$version")
+  else
+    echo "image: $pkg $version is no longer on the mirror: the suite's version instead" >&2
+    packages+=("$pkg")
+  fi
 done <<< "$libs"
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
 key=$(printf '%s\n' "$SUITE" "${packages[@]}" | sha256sum | cut -c1-16)
