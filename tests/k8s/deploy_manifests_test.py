@@ -75,12 +75,34 @@ AGENT = "system:serviceaccount:tocsin:tocsin-agent"
 
 
 class AuditRbacTest(unittest.TestCase):
+    def role(self, name):
+        docs = [d for d in load("rbac", "audit.yaml")
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
+        self.assertEqual(len(docs), 1, name)
+        return docs
+
     def test_exactly_what_audit_reads(self):
         # k8s::LoadCluster: paged lists of nodes, pods and daemonsets; a GET per device-plugin
         # ConfigMap. Nothing else (no watch, no Jobs or training kinds).
-        self.assertEqual(rights(load("rbac", "audit.yaml")), {
+        self.assertEqual(rights(self.role("tocsin-audit")), {
             ("", "nodes", "list"), ("", "pods", "list"), ("apps", "daemonsets", "list"),
             ("", "configmaps", "get")})
+
+    def test_exactly_what_diff_reads(self):
+        # k8s::LoadFabric: lists only (no pods, no watch, no writes), a GET per device-plugin
+        # ConfigMap.
+        self.assertEqual(rights(self.role("tocsin-diff")), {
+            ("", "nodes", "list"), ("apps", "daemonsets", "list"), ("", "configmaps", "get"),
+            ("k8s.cni.cncf.io", "network-attachment-definitions", "list"),
+            ("sriovnetwork.openshift.io", "sriovnetworknodepolicies", "list"),
+            ("mellanox.com", "nicclusterpolicies", "list"),
+            ("batch", "jobs", "list"), ("batch", "cronjobs", "list"),
+            ("kubeflow.org", "pytorchjobs", "list"), ("kubeflow.org", "mpijobs", "list"),
+            ("jobset.x-k8s.io", "jobsets", "list")})
+        # Every rule of both roles reads; none writes.
+        for doc in load("rbac", "audit.yaml"):
+            for rule in doc.get("rules", []):
+                self.assertLessEqual(set(rule["verbs"]), {"get", "list"}, rule)
 
     def test_cluster_wide_grants_are_said(self):
         with open(os.path.join(DEPLOY, "rbac", "audit.yaml")) as f:
