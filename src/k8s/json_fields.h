@@ -185,7 +185,9 @@ struct Metadata {
   std::vector<OwnerRef> owners;
 };
 Err DecodeMetadata(od::value v, Metadata& m);
-// A Pod's "spec" or "status" (`section`); a pod template's spec is a Pod's "spec".
+// One entry of a conditions list (a Pod's, a Node's) into `out`.
+Err DecodeCondition(od::value v, std::vector<Condition>& out);
+// A Pod's "spec" or "status" (`section`); a pod template's spec is a Pod's "spec" (decode_pod.cc).
 Err DecodePod(od::value spec_or_status, std::string_view section, Pod& p);
 // The "spec" or "status" of a job's top object (IsJobKind): its pod sets, whether it finished
 // (decode_jobs.cc).
