@@ -16,16 +16,7 @@ python3 bench/make_k8s_snapshot.py "$DIR/snapshot.json" "$NODES" "$PODS"
 cat "$DIR/snapshot.json" >/dev/null
 size=$(stat -c %s "$DIR/snapshot.json")
 
-measure() {  # prints "median_seconds max_rss_kb"
-  local times="" rss=""
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" >"$DIR/out" || true
-    times+="$(tail -1 "$DIR/time" | cut -d' ' -f1)"$'\n'
-    rss+="$(tail -1 "$DIR/time" | cut -d' ' -f2)"$'\n'
-  done
-  echo "$(printf '%s' "$times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" \
-       "$(printf '%s' "$rss" | sort -n | tail -1)"
-}
+source bench/measure.sh
 read -r ts trss < <(measure "$BIN" audit --from "$DIR/snapshot.json" --now 2026-11-29T00:00:00Z -o json)
 read -r ps prss < <(measure python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$DIR/snapshot.json")
 findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$DIR/out" 2>/dev/null || echo "?")

@@ -16,16 +16,7 @@ python3 tools/make_drift_fixtures.py --synth "$NODES" --side prod "$DIR/prod.jso
 cat "$DIR"/*.json >/dev/null
 size=$(($(stat -c %s "$DIR/staging.json") + $(stat -c %s "$DIR/prod.json")))
 
-measure() {  # prints "median_seconds max_rss_kb"
-  local times="" rss=""
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" >"$DIR/out" || true
-    times+="$(tail -1 "$DIR/time" | cut -d' ' -f1)"$'\n'
-    rss+="$(tail -1 "$DIR/time" | cut -d' ' -f2)"$'\n'
-  done
-  echo "$(printf '%s' "$times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" \
-       "$(printf '%s' "$rss" | sort -n | tail -1)"
-}
+source bench/measure.sh
 read -r ds drss < <(measure "$BIN" diff -o json "$DIR/staging.json" "$DIR/prod.json")
 findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$DIR/out" 2>/dev/null || echo "?")
 read -r as arss < <(measure "$BIN" audit --from "$DIR/staging.json" --from "$DIR/prod.json" \
