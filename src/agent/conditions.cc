@@ -210,7 +210,7 @@ std::vector<NodeCondition> EvaluateConditions(const std::vector<TaskState>& task
   }
   std::set<std::string> unknown_checks;
   for (const auto& cs : checks) {
-    if (cs.value == -1 && !cs.why.empty() && cs.why.rfind("not run yet", 0) != 0) {
+    if (cs.value == -1 && !cs.why.empty() && !cs.why.starts_with("not run yet")) {
       unknown_checks.insert(cs.check);
     }
   }

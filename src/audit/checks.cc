@@ -392,8 +392,8 @@ bool IsRdmaResource(const std::string& name, const Options& options) {
   for (const auto* names : {&options.rdma_resources, &options.plugin_config.rdma_resources}) {
     if (std::find(names->begin(), names->end(), name) != names->end()) return true;
   }
-  if (name.rfind("rdma/", 0) == 0 || name == "vpc.amazonaws.com/efa") return true;
-  if (name.rfind("nvidia.com/", 0) == 0) {
+  if (name.starts_with("rdma/") || name == "vpc.amazonaws.com/efa") return true;
+  if (name.starts_with("nvidia.com/")) {
     return name.find("rdma") != std::string::npos || name.find("hostdev") != std::string::npos ||
            name.find("mlnx") != std::string::npos;
   }

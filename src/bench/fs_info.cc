@@ -3,10 +3,6 @@
 #include <fmt/format.h>
 #include <sys/statfs.h>
 
-#include <climits>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "storage/mounts.h"
 #include "sys/subprocess.h"
@@ -48,25 +44,25 @@ std::string FsTypeName(uint64_t magic) {
   }
 }
 
-FsInfo ReadFsInfo(const std::string& path) {
+FsInfo ReadFsInfo(Env& env, const std::string& path) {
   FsInfo info;
-  struct statfs sf {};
-  if (statfs(path.c_str(), &sf) == 0) {
-    info.magic = static_cast<uint64_t>(sf.f_type) & 0xffffffffu;
+  if (auto sf = env.StatFs(path); sf.ok()) {
+    info.magic = sf->type & 0xffffffffu;
     info.type = FsTypeName(info.magic);
   }
-  char real[PATH_MAX];
-  std::string where = realpath(path.c_str(), real) ? real : path;
-  std::ifstream in("/proc/self/mountinfo");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  storage::MountTable table = storage::ParseMountInfo(ss.str());
-  if (const storage::Mount* m = storage::MountHolding(table, where)) {
-    info.mount_point = m->mount_point;
-    info.source = m->source;
-    info.mount_type = m->fstype;
+  auto real = env.RealPath(path);
+  std::string where = real.ok() ? *real : path;
+  if (auto text = env.ReadFile("/proc/self/mountinfo"); text.ok()) {
+    storage::MountTable table = storage::ParseMountInfo(*text);
+    if (const storage::Mount* m = storage::MountHolding(table, where)) {
+      info.mount_point = m->mount_point;
+      info.source = m->source;
+      info.mount_type = m->fstype;
+    }
   }
-  if (info.magic == kLustreMagic) {
+  if (info.magic == kLustreMagic && env.root() != "/") {
+    info.striping = "lfs not run: the node is read under " + env.root();
+  } else if (info.magic == kLustreMagic) {
     sys::ProcessOptions po;
     po.timeout = std::chrono::seconds(5);
     auto r = sys::RunProcess({"lfs", "getstripe", "-d", path}, po);

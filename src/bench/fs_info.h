@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sys/env.h"
+
 namespace tocsin::bench {
 
 // What holds the path a storage benchmark probes: its filesystem type (statfs), its mount, and
@@ -17,7 +19,9 @@ struct FsInfo {
 // The statfs magic's filesystem name ("lustre", "nfs", "ext4/ext3/ext2", ...), or hex.
 std::string FsTypeName(uint64_t magic);
 
-// Reads it for `path` (this process's mounts). May block on a hung filesystem: call it bounded.
-FsInfo ReadFsInfo(const std::string& path);
+// Reads it for `path` through `env` (statfs, the path's real location, and the mount table in
+// /proc/self/mountinfo). May block on a hung filesystem: call it bounded. Lustre's striping is
+// asked of `lfs` only on the real root.
+FsInfo ReadFsInfo(Env& env, const std::string& path);
 
 }  // namespace tocsin::bench

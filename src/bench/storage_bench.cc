@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <future>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -17,23 +16,13 @@
 #include "bench/results.h"
 #include "bench/storage_results.h"
 #include "storage/catalog.h"
+#include "sys/bounded_call.h"
 
 namespace tocsin::bench {
 namespace {
 
 const std::vector<std::string> kPhaseOrder = {"write",       "read",      "randread",   "fsync",
                                               "meta-create", "meta-stat", "meta-unlink"};
-
-// Runs `fn` in a detached thread and waits at most `ms`: a call into a hung filesystem must not
-// hold the caller.
-template <typename T, typename F>
-std::optional<T> Bounded(F fn, std::chrono::milliseconds ms) {
-  auto p = std::make_shared<std::promise<T>>();
-  auto f = p->get_future();
-  std::thread([p, fn] { p->set_value(fn()); }).detach();
-  if (f.wait_for(ms) != std::future_status::ready) return std::nullopt;
-  return f.get();
-}
 
 // The phases asked for ("meta" is its three phases), in the order they run.
 std::vector<std::string> PhasesToRun(const std::vector<std::string>& asked) {
@@ -81,13 +70,14 @@ class StorageRun {
   // an error; a filesystem that does not answer ends the run (done()) with storage.timeout.
   Status Prepare() {
     auto made = std::make_shared<std::string>();  // written by the bounded call, once
-    auto checked = Bounded<Status>(
-        [path = o_.path, tmpl = run_template_, made] { return MakeRunDir(path, tmpl, made.get()); },
-        o_.probe.op_timeout);
+    auto checked = sys::BoundedCall(o_.probe.op_timeout, [path = o_.path, tmpl = run_template_, made] {
+      return MakeRunDir(path, tmpl, made.get());
+    });
     if (!checked) return SetupHung("checking --path");
     if (!checked->ok()) return *checked;
     run_dir_ = *made;  // the call returned: written, and never again
-    auto fs = Bounded<FsInfo>([path = o_.path] { return ReadFsInfo(path); }, o_.probe.op_timeout);
+    std::shared_ptr<Env> env = NewRootedEnv();
+    auto fs = sys::BoundedCall(o_.probe.op_timeout, [env, path = o_.path] { return ReadFsInfo(*env, path); });
     if (!fs) return SetupHung("statfs");
     fs_ = *fs;
     po_ = o_.probe;

@@ -344,7 +344,7 @@ Status Prepare(Shared& s, const std::string& phase, int w, Worker& wk) {
 }
 
 Status RunWorker(Shared& s, const std::string& phase, int w, Worker& wk) {
-  if (phase.rfind("prepare-", 0) == 0) return Prepare(s, phase, w, wk);
+  if (phase.starts_with("prepare-")) return Prepare(s, phase, w, wk);
   if (phase == "write") return WritePhase(s, w, wk);
   if (phase == "read") return ReadPhase(s, w, wk);
   if (phase == "randread") return RandReadPhase(s, w, wk);

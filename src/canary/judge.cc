@@ -27,7 +27,7 @@ bool ImageReason(const std::string& r) {
 // Reasons the kubelet gives a pod it refused at admission (pkg/kubelet/lifecycle, the device
 // manager's UnexpectedAdmissionError, OutOf<resource>, NodeAffinity, NodeSelectorMismatching).
 bool NodeAdmissionReason(const std::string& r) {
-  return r == "UnexpectedAdmissionError" || r.rfind("OutOf", 0) == 0 || r == "NodeAffinity" ||
+  return r == "UnexpectedAdmissionError" || r.starts_with("OutOf") || r == "NodeAffinity" ||
          r == "NodeSelectorMismatching" || r == "UnexpectedAdmission" || r == "Evicted" ||
          r == "NodeLost";
 }

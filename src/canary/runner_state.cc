@@ -46,7 +46,7 @@ Result<RunnerState> DecodeRunnerState(std::string_view text) {
   if (r.contains("faults") && r["faults"].is_object()) {
     for (const auto& [check, f] : r["faults"].items()) {
       auto since = TimeField(f, "since");
-      if (since && ValidCause(check) && check.rfind("canary.", 0) == 0 &&
+      if (since && ValidCause(check) && check.starts_with("canary.") &&
           st.faults.size() < kMaxFaults) {
         st.faults[check] = {*since, StringField(f, "message", 1024)};
       }

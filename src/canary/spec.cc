@@ -11,7 +11,7 @@ std::string JobName(const std::string& round, int pair, int rank) {
 }
 
 bool FabricEnv(const std::string& name) {
-  return name.rfind("NCCL_", 0) == 0 || name.rfind("FI_", 0) == 0 || name.rfind("UCX_", 0) == 0;
+  return name.starts_with("NCCL_") || name.starts_with("FI_") || name.starts_with("UCX_");
 }
 
 json JobFor(const CanaryConfig& c, const RankPlan& p) {

@@ -81,7 +81,7 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
   if (Status s = ApplySchedule("--timeout", f.timeouts, false, o.schedules); !s.ok()) return s;
   for (auto& [task, s] : o.schedules) {
     bool explicit_timeout = false;
-    for (const auto& item : f.timeouts) explicit_timeout |= item.rfind(task + "=", 0) == 0;
+    for (const auto& item : f.timeouts) explicit_timeout |= item.starts_with(task + "=");
     // A shorter interval alone brings the default timeout down with it.
     if (!explicit_timeout) s.timeout = std::min(s.timeout, s.interval);
     if (s.timeout > s.interval) {

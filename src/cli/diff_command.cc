@@ -48,7 +48,7 @@ void KeepNamespace(k8s::Snapshot& s, const std::string& ns) {
 int LoadSide(const DiffFlags& f, const std::string& spec, const std::string& ns,
              const audit::Options& options, drift::Side& side, k8s::Snapshot& snap) {
   side.name = spec;
-  if (spec.rfind(kContextPrefix, 0) == 0) {
+  if (spec.starts_with(kContextPrefix)) {
     std::string context = spec.substr(sizeof(kContextPrefix) - 1);
     auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, options); };
     int rc = LoadLive(

@@ -26,7 +26,7 @@ std::string Base36(uint64_t v) {
 bool Terminal(const k8s::Pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
 bool Accelerator(const std::string& res) {
-  return res == "nvidia.com/gpu" || res == "amd.com/gpu" || res.rfind("nvidia.com/mig-", 0) == 0;
+  return res == "nvidia.com/gpu" || res == "amd.com/gpu" || res.starts_with("nvidia.com/mig-");
 }
 
 }  // namespace
@@ -123,7 +123,7 @@ void CanaryRunner::Plan(TimePoint now) {
     (void)SaveState();
     return;
   }
-  if (setup_problem_.rfind("no node advertises", 0) == 0) SetupProblem("");
+  if (setup_problem_.starts_with("no node advertises")) SetupProblem("");
   canary::PlanOptions po{.max_nodes = options_.max_nodes,
                          .seed = options_.seed + rounds_,
                          .now = now,

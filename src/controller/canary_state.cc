@@ -110,7 +110,7 @@ Status CanaryRunner::SaveState() {
     adopted_ = false;
     return body.status();
   }
-  if (setup_problem_.rfind("cannot save the history", 0) == 0) SetupProblem("");
+  if (setup_problem_.starts_with("cannot save the history")) SetupProblem("");
   json saved = json::parse(*body, nullptr, false);
   if (saved.is_object() && saved.contains("metadata")) {
     state_version_ = StringField(saved["metadata"], "resourceVersion", 128);

@@ -15,23 +15,23 @@ std::optional<k8s::EventSpec> EventFor(const Transition& t, const ObjectCache& c
   k8s::EventSpec e;
   std::vector<std::string> parts;
   for (std::string_view part : Split(f.subject, '/')) parts.emplace_back(part);
-  if (f.check.rfind("daemonset.", 0) == 0 && parts.size() == 2) {
+  if (f.check.starts_with("daemonset.") && parts.size() == 2) {
     e.api_version = "apps/v1";
     e.kind = "DaemonSet";
     e.object_ns = parts[0];
     e.name = parts[1];
-  } else if (f.check.rfind("pod.", 0) == 0 && parts.size() == 2) {
+  } else if (f.check.starts_with("pod.") && parts.size() == 2) {
     e.api_version = "v1";
     e.kind = "Pod";
     e.object_ns = parts[0];
     e.name = parts[1];
-  } else if ((f.check.rfind("node.", 0) == 0 || f.check == audit::kDaemonSetCoverage ||
-              (f.check.rfind("canary.", 0) == 0 && f.subject != "canary")) &&
+  } else if ((f.check.starts_with("node.") || f.check == audit::kDaemonSetCoverage ||
+              (f.check.starts_with("canary.") && f.subject != "canary")) &&
              parts.size() == 1) {
     e.api_version = "v1";
     e.kind = "Node";
     e.name = f.subject;
-  } else if (f.check.rfind("job.", 0) == 0 && parts.size() == 3) {
+  } else if (f.check.starts_with("job.") && parts.size() == 3) {
     e.object_ns = parts[1];
     e.name = parts[2];
     if (parts[0] == "job") {

@@ -66,12 +66,12 @@ std::string HcaSet(const k8s::FabricFacts& f, Field field) {
 enum class Kind { kRdma, kDriver, kMofed, kFirmware, kLinkLayer, kFabric, kSoftware };
 
 Kind KindOf(const std::string& fact) {
-  if (fact.rfind("rdma ", 0) == 0) return Kind::kRdma;
+  if (fact.starts_with("rdma ")) return Kind::kRdma;
   if (fact == "gpu driver") return Kind::kDriver;
   if (fact == "mofed driver") return Kind::kMofed;
   if (fact == "hca firmware") return Kind::kFirmware;
   if (fact == "hca link layer") return Kind::kLinkLayer;
-  if (fact.rfind("hca ", 0) == 0 || fact == "fabric facts") return Kind::kFabric;
+  if (fact.starts_with("hca ") || fact == "fabric facts") return Kind::kFabric;
   return Kind::kSoftware;
 }
 

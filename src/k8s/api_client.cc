@@ -102,7 +102,7 @@ ApiClient::~ApiClient() {
 
 Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, ClientOptions options) {
   if (auto curl = LoadCurl(); !curl.ok()) return curl.status();
-  if (access.server.rfind("https://", 0) != 0 && access.server.rfind("http://", 0) != 0) {
+  if (!access.server.starts_with("https://") && !access.server.starts_with("http://")) {
     return Status::InvalidArgument(access.origin + ": server \"" + access.server +
                                    "\" is not an http(s) URL");
   }
@@ -112,7 +112,7 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClusterAccess access, Clien
   client->curl_ = c;
   const ClusterAccess& a = client->access_;
   client->base_url_ = a.server;
-  if (!a.tls_server_name.empty() && a.server.rfind("https://", 0) == 0) {
+  if (!a.tls_server_name.empty() && a.server.starts_with("https://")) {
     // Verify (and send SNI for) the name the kubeconfig gives, while connecting to the server's
     // address: client-go's TLSClientConfig.ServerName.
     auto url = SplitServer(a.server);

@@ -5,10 +5,10 @@
 namespace tocsin::k8s::internal {
 namespace {
 
-bool TocsinKey(std::string_view k) { return k.rfind("tocsin.io/", 0) == 0; }
+bool TocsinKey(std::string_view k) { return k.starts_with("tocsin.io/"); }
 bool PodLabel(std::string_view k) {
-  return k.rfind("training.kubeflow.org/", 0) == 0 || k.rfind("jobset.sigs.k8s.io/", 0) == 0 ||
-         k.rfind("batch.kubernetes.io/", 0) == 0 || k == "job-name" || TocsinKey(k);
+  return k.starts_with("training.kubeflow.org/") || k.starts_with("jobset.sigs.k8s.io/") ||
+         k.starts_with("batch.kubernetes.io/") || k == "job-name" || TocsinKey(k);
 }
 bool KeptAnnotation(std::string_view k) {
   return k == "k8s.v1.cni.cncf.io/networks" || k == "k8s.v1.cni.cncf.io/resourceName" ||
@@ -31,9 +31,9 @@ Err DecodeCondition(od::value v, std::vector<Condition>& out) {
   return e;
 }
 
-bool PodEnv(std::string_view k) { return k.rfind("NCCL_", 0) == 0 || k == "WORLD_SIZE"; }
+bool PodEnv(std::string_view k) { return k.starts_with("NCCL_") || k == "WORLD_SIZE"; }
 bool TemplateEnv(std::string_view k) {
-  return k.rfind("NCCL_", 0) == 0 || k.rfind("UCX_", 0) == 0 || k.rfind("FI_", 0) == 0;
+  return k.starts_with("NCCL_") || k.starts_with("UCX_") || k.starts_with("FI_");
 }
 
 Err DecodeContainer(od::value v, std::vector<Container>& out, std::vector<std::string>* args,

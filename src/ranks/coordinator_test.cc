@@ -70,7 +70,7 @@ int64_t MemoryKb(const char* which) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(which, 0) == 0) return std::stoll(line.substr(line.find(':') + 1));
+    if (line.starts_with(which)) return std::stoll(line.substr(line.find(':') + 1));
   }
   return -1;
 }

@@ -126,7 +126,7 @@ TEST(DiffCliTest, AcceptedUntilTheyExpire) {
   int accepted = 0;
   for (const auto& f : before.report["findings"]) {
     std::string check = f["check"];
-    if (check.rfind("drift.network.", 0) == 0 || check == "drift.rdma.resource") {
+    if (check.starts_with("drift.network.") || check == "drift.rdma.resource") {
       EXPECT_EQ(f["severity"], "info") << f.dump();
       EXPECT_TRUE(f["evidence"].contains("accepted"));
       ++accepted;

@@ -136,7 +136,7 @@ Server::Server(const std::vector<std::string>& argv) {
     line.append(buf, static_cast<size_t>(n));
   }
   ::close(fds[0]);
-  if (line.rfind("PORT ", 0) == 0) port_ = std::atoi(line.c_str() + 5);
+  if (line.starts_with("PORT ")) port_ = std::atoi(line.c_str() + 5);
 }
 
 Server::~Server() {
