@@ -147,9 +147,12 @@ class ControllerScenarioTest(ClusterTestCase):
         saved = json.loads(self.lease()["metadata"]["annotations"]["tocsin.io/findings"])
         self.assertIn(subject, [f["subject"] for f in saved["findings"]])
 
-        # The leader stops: it exits within a second and releases the Lease; ctl-b takes over.
+        # The leader stops (within stop()'s 10 s bound) and releases the Lease on its way out:
+        # right after, the Lease is free or already ctl-b's, never still ctl-a's until it expires.
+        # How long the stop takes is a figure, not a test: printed.
         took = a.stop()
-        self.assertLess(took, 2.0, a.log())
+        print(f"the leader stopped {took:.2f} s after SIGTERM", file=sys.stderr)
+        self.assertIn(self.lease()["spec"].get("holderIdentity", ""), ("", "ctl-b"), a.log())
         c.wait_for(lambda: b.value("tocsin_controller_leader") == 1, 15, "ctl-b to lead")
         self.assertEqual(self.lease()["spec"]["holderIdentity"], "ctl-b")
         evals = b.value("tocsin_controller_evaluations_total")
