@@ -1,15 +1,6 @@
 #include "controller/admission_server.h"
 
-#include <httplib.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <sys/stat.h>
-
 #include <chrono>
-#include <cstring>
-#include <thread>
 
 #include "audit/catalog.h"
 #include "audit/jobs.h"
@@ -17,121 +8,6 @@
 #include "k8s/admission.h"
 
 namespace tocsin::controller {
-
-// The serving certificate and key, loaded from their files, re-read when they change.
-class AdmissionServer::Certificates {
- public:
-  Certificates(std::string cert, std::string key) : cert_(std::move(cert)), key_(std::move(key)) {}
-  ~Certificates() { Free(); }
-
-  // Loads the pair now; an error names the file and OpenSSL's reason.
-  Status Load() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return LoadLocked();
-  }
-
-  // Sets the current pair on a connection (re-reading the files when they changed).
-  bool Use(SSL* ssl) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto now = std::chrono::steady_clock::now();
-    if (now - checked_ >= std::chrono::seconds(1)) {
-      checked_ = now;
-      if (Stamp() != stamp_) (void)LoadLocked();  // a failed reload keeps the old pair
-    }
-    if (cert_x509_ == nullptr) return false;
-    return SSL_use_cert_and_key(ssl, cert_x509_, key_pkey_, chain_, 1) == 1;
-  }
-
- private:
-  std::string Stamp() const {
-    std::string s;
-    for (const auto* path : {&cert_, &key_}) {
-      struct stat st {};
-      if (stat(path->c_str(), &st) == 0) {
-        s += std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
-      }
-    }
-    return s;
-  }
-
-  static std::string SslError() {
-    unsigned long e = ERR_get_error();
-    ERR_clear_error();
-    if (e == 0) return "no PEM data";
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    return buf;
-  }
-
-  Status LoadLocked() {
-    std::string stamp = Stamp();
-    BIO* bio = BIO_new_file(cert_.c_str(), "r");
-    if (bio == nullptr) return Status::NotFound("--tls-cert-file " + cert_ + ": " + SslError());
-    X509* leaf = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-    STACK_OF(X509)* chain = sk_X509_new_null();
-    while (leaf != nullptr) {
-      X509* next = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-      if (next == nullptr) break;
-      sk_X509_push(chain, next);
-    }
-    ERR_clear_error();  // the end of the file reads as an error
-    BIO_free(bio);
-    if (leaf == nullptr) {
-      sk_X509_pop_free(chain, X509_free);
-      return Status::InvalidArgument("--tls-cert-file " + cert_ + ": no PEM certificate");
-    }
-    bio = BIO_new_file(key_.c_str(), "r");
-    EVP_PKEY* pkey =
-        bio == nullptr ? nullptr : PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
-    if (bio != nullptr) BIO_free(bio);
-    Status st = Status::Ok();
-    if (pkey == nullptr) {
-      st = Status::InvalidArgument("--tls-private-key-file " + key_ + ": " + SslError());
-    } else if (X509_check_private_key(leaf, pkey) != 1) {
-      ERR_clear_error();
-      st = Status::InvalidArgument("--tls-private-key-file " + key_ +
-                                   " does not match the certificate of --tls-cert-file " + cert_);
-    }
-    if (!st.ok()) {
-      X509_free(leaf);
-      EVP_PKEY_free(pkey);
-      sk_X509_pop_free(chain, X509_free);
-      return st;
-    }
-    Free();
-    cert_x509_ = leaf;
-    key_pkey_ = pkey;
-    chain_ = chain;
-    stamp_ = stamp;
-    return Status::Ok();
-  }
-
-  void Free() {
-    X509_free(cert_x509_);
-    EVP_PKEY_free(key_pkey_);
-    if (chain_ != nullptr) sk_X509_pop_free(chain_, X509_free);
-    cert_x509_ = nullptr;
-    key_pkey_ = nullptr;
-    chain_ = nullptr;
-  }
-
-  std::string cert_, key_;
-  std::mutex mu_;
-  std::string stamp_;
-  std::chrono::steady_clock::time_point checked_{};
-  X509* cert_x509_ = nullptr;
-  EVP_PKEY* key_pkey_ = nullptr;
-  STACK_OF(X509)* chain_ = nullptr;
-};
-
-namespace {
-
-int CertCallback(SSL* ssl, void* arg) {
-  return static_cast<AdmissionServer::Certificates*>(arg)->Use(ssl) ? 1 : 0;
-}
-
-}  // namespace
 
 AdmissionServer::AdmissionServer(std::shared_ptr<prometheus::Registry> registry)
     : registry_(std::move(registry)) {
@@ -196,39 +72,31 @@ std::pair<int, std::string> AdmissionServer::Review(std::string_view body) {
 
 Status AdmissionServer::Start(const AdmissionOptions& options) {
   options_ = options;
-  certs_ = std::make_unique<Certificates>(options.cert_file, options.key_file);
-  TOCSIN_RETURN_IF_ERROR(certs_->Load());
-  Certificates* certs = certs_.get();
-  server_ = std::make_unique<httplib::SSLServer>([certs](SSL_CTX& ctx) {
-    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-    SSL_CTX_set_cert_cb(&ctx, CertCallback, certs);
-    return true;
-  });
-  if (!server_->is_valid()) return Status::Internal("--admission-listen: no TLS context");
-  server_->set_payload_max_length(k8s::kMaxAdmissionReviewBytes);
-  server_->set_read_timeout(std::chrono::seconds(2));
-  // The API server keeps its connections: many reviews each, no Nagle delay on the answer; an
-  // idle one closed after a second, so that Stop (which waits for them) is quick.
-  server_->set_tcp_nodelay(true);
-  server_->set_keep_alive_max_count(100000);
-  server_->set_keep_alive_timeout(1);
-  server_->Post("/validate", [this](const httplib::Request& req, httplib::Response& res) {
-    auto [status, text] = Review(req.body);
-    res.status = status;
-    res.set_content(text, status == 200 ? "application/json" : "text/plain");
-  });
-  if (!server_->bind_to_port(options.host, options.port)) {
-    return Status::Unavailable("--admission-listen: cannot listen on " + options.host + ":" +
-                               std::to_string(options.port));
+  https::ServerOptions o;
+  o.host = options.host;
+  o.port = options.port;
+  o.cert_file = options.cert_file;
+  o.key_file = options.key_file;
+  o.post_path = "/validate";
+  o.max_body = k8s::kMaxAdmissionReviewBytes;
+  o.handler = [this](std::string_view body) {
+    auto [status, text] = Review(body);
+    return https::Response{.status = status,
+                           .content_type = status == 200 ? "application/json" : "text/plain",
+                           .body = std::move(text)};
+  };
+  auto server = https::StartServer(o);
+  if (!server.ok()) {
+    if (server.status().code() == StatusCode::kInvalidArgument) return server.status();
+    return Status::Unavailable("--admission-listen: " + server.status().message());
   }
+  server_ = std::move(*server);
   port_ = options.port;
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
   return Status::Ok();
 }
 
 void AdmissionServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (server_) server_->Stop();
 }
 
 }  // namespace tocsin::controller

@@ -9,15 +9,11 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "audit/checks.h"
 #include "base/status.h"
-
-namespace httplib {
-class SSLServer;
-}
+#include "https/server.h"
 
 namespace tocsin::controller {
 
@@ -29,9 +25,9 @@ struct AdmissionOptions {
   std::set<std::string> deny;  // --admission-deny ID: these checks deny; the others warn
 };
 
-// The validating admission webhook (HTTPS, cpp-httplib over OpenSSL: Debian's civetweb 1.15
-// crashes on every TLS connection with OpenSSL 3, calling SSL_get_peer_certificate, a symbol
-// OpenSSL 3 no longer exports): POST /validate takes an
+// The validating admission webhook (HTTPS from the module tocsin-https.so, https::StartServer:
+// cpp-httplib over OpenSSL, loaded only when the webhook is on; Debian's civetweb 1.15 crashes
+// on every TLS connection with OpenSSL 3): POST /validate takes an
 // AdmissionReview v1 and answers with the audit's job checks (audit::CheckJobObject) over the
 // job's pod templates as `warnings`, denied only for the checks in `deny`; anything that is not a
 // job, or a job with an owner, is allowed silently. The certificate and key are loaded for each
@@ -59,17 +55,13 @@ class AdmissionServer {
   // The HTTP status and body /validate answers to `body` (what the handler sends).
   std::pair<int, std::string> Review(std::string_view body);
 
-  class Certificates;
-
  private:
   std::shared_ptr<prometheus::Registry> registry_;  // holds the families below
   AdmissionOptions options_;
   std::mutex mu_;
   audit::Options audit_;
   std::string topology_;
-  std::unique_ptr<Certificates> certs_;
-  std::unique_ptr<httplib::SSLServer> server_;
-  std::thread thread_;
+  std::unique_ptr<https::Server> server_;
   int port_ = 0;
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;
   prometheus::Family<prometheus::Counter>* warnings_ = nullptr;

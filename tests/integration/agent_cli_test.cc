@@ -98,8 +98,8 @@ TEST(AgentCliTest, ServesCleanMetricsWithTheFixtureValues) {
             1.1);
   for (const char* check :
        {"rdma.port.down", "rdma.port.rate", "gpu.nic.affinity", "lustre.import.state"}) {
-    std::string task = std::string(check).rfind("rdma", 0) == 0  ? "rdma"
-                       : std::string(check).rfind("gpu", 0) == 0 ? "gpu"
+    std::string task = std::string(check).starts_with("rdma")  ? "rdma"
+                       : std::string(check).starts_with("gpu") ? "gpu"
                                                                  : "storage";
     EXPECT_EQ(MetricValue(text, "tocsin_check_status{check=\"" + std::string(check) + "\",task=\"" +
                                     task + "\"}"),
@@ -136,13 +136,27 @@ int Threads(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
   }
   return -1;
 }
 
 // A wedged GPU driver (NVML never returns): gpu.nvml fails with status timeout, the gpu task
 // keeps running on time, and the agent asks NVML once rather than piling up a thread per run.
+// The agent runs on every node: the TLS stack (OpenSSL, cpp-httplib: the admission webhook's
+// module) and libcurl (the Kubernetes writes, off here) are never mapped when not used.
+TEST(AgentCliTest, AnAgentWithoutKubernetesWritesMapsNoTlsStack) {
+  AgentProcess a(Base(kNodes + "ib-healthy", {"--nvml-library", FAKE_NVML}));
+  ASSERT_GT(a.port(), 0) << a.err();
+  ASSERT_TRUE(Ready(a)) << a.err();
+  std::ifstream in("/proc/" + std::to_string(a.pid()) + "/maps");
+  std::string maps((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(maps.find("tocsin"), std::string::npos) << "not the agent's maps";
+  for (const char* lib : {"libssl", "libcrypto", "libcpp-httplib", "tocsin-https", "libcurl"}) {
+    EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped by the agent";
+  }
+}
+
 TEST(AgentCliTest, AWedgedNvmlIsReportedOnceWithoutPilingUpThreads) {
   AgentProcess a(Base(kNodes + "ib-healthy", {"--nvml-library", FAKE_NVML, "--nvml-timeout", "0.2",
                                               "--interval", "gpu=300ms"}),

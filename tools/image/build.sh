@@ -2,14 +2,15 @@
 # make image: one OCI image for the agent, the controller and the benchmarks, written as an OCI
 # archive (build/image/tocsin.oci.tar), from Debian's own packages, offline but for the Debian
 # mirror, without a Docker engine:
-#   1. the Debian packages that hold the libraries the release binary links (ldd) or dlopens
-#      (libcurl: src/k8s/curl_api.cc; libfabric: src/bench/transport_fabric.cc), at the versions
+#   1. the Debian packages that hold the libraries the release binary and its modules link (ldd)
+#      or dlopen (libcurl: src/k8s/curl_api.cc; libfabric: src/bench/transport_fabric.cc; the
+#      module tocsin-https.so: cpp-httplib and OpenSSL), at the versions
 #      installed here, which the binary was built against;
 #   2. mmdebstrap --variant=extract unpacks them (no maintainer scripts, so no shell is needed),
 #      cached in $TOCSIN_CACHE/image by the package list;
 #   3. what a library image does not need is removed: every program (no shell, no package
 #      manager, no setuid tools), docs, locales, glibc's charset converters;
-#   4. the binary, an /etc/passwd with the non-root user 65532 (tocsin), and /tmp;
+#   4. the binary, its modules in /usr/local/lib/tocsin/, an /etc/passwd with the non-root user 65532 (tocsin), and /tmp;
 #   5. umoci makes the OCI image (entrypoint tocsin, user 65532:65532) and tar the archive.
 # Usage: tools/image/build.sh [BINARY] [OUT_DIR] [TAG]
 set -euo pipefail
@@ -20,13 +21,19 @@ TAG=${3:-$("$BINARY" --version | awk '{print $NF}')}
 CACHE=${TOCSIN_CACHE:-/var/cache/tocsin}/image
 SUITE=bookworm
 
+# tocsin's own modules (sys/module.h), beside the binary in a build tree; installed in
+# /usr/local/lib/tocsin/, where /usr/local/bin/tocsin looks for them.
+MODULES=("$(dirname "$BINARY")/tocsin-https.so")
 [ -x "$BINARY" ] || { echo "image: no binary at $BINARY (make build)" >&2; exit 2; }
+for m in "${MODULES[@]}"; do
+  [ -f "$m" ] || { echo "image: no module at $m (make build)" >&2; exit 2; }
+done
 for tool in mmdebstrap umoci dpkg-query; do
   command -v "$tool" >/dev/null || { echo "image: needs $tool (tools/image/deps.sh)" >&2; exit 2; }
 done
 
 # 1. Packages, pinned to the versions installed here (while the mirror has them).
-libs=$(ldd "$BINARY" | awk '/=> \//{print $3}')
+libs=$(ldd "$BINARY" "${MODULES[@]}" | awk '/=> \//{print $3}')
 libs+=$'\n'$(ldconfig -p | awk '/libcurl\.so\.4 .*x86-64/{print $NF; exit}')
 libs+=$'\n'$(ldconfig -p | awk '/libfabric\.so\.1 .*x86-64/{print $NF; exit}')
 packages=()
@@ -83,6 +90,8 @@ for f in etc/hostname etc/resolv.conf; do [ ! -f "$r/$f" ] || chmod 0644 "$r/$f"
 mkdir -p "$r/usr/local/bin" "$r/tmp" "$r/etc" "$r/proc"
 chmod 1777 "$r/tmp"
 install -m 0755 "$BINARY" "$r/usr/local/bin/tocsin"
+install -d "$r/usr/local/lib/tocsin"
+install -m 0644 "${MODULES[@]}" "$r/usr/local/lib/tocsin/"
 printf 'root:x:0:0:root:/root:/nonexistent\ntocsin:x:65532:65532:tocsin:/nonexistent:/nonexistent\n' > "$r/etc/passwd"
 printf 'root:x:0:\ntocsin:x:65532:\n' > "$r/etc/group"
 printf '%s\n' "${packages[@]}" > "$r/etc/tocsin-image-packages"
