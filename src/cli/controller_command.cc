@@ -17,6 +17,7 @@
 #include "cli/daemon_flags.h"
 #include "cli/report_flags.h"
 #include "controller/controller.h"
+#include "k8s/objects.h"
 #include "sys/env.h"
 
 namespace tocsin::cli {
@@ -36,6 +37,7 @@ struct ControllerFlags {
   CanaryFlags canary;
   std::string admission_listen, tls_cert_file, tls_key_file;
   std::vector<std::string> admission_deny;
+  std::string policy_params;
 };
 
 int g_stop_pipe[2] = {-1, -1};
@@ -65,6 +67,17 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   o.admission.cert_file = f.tls_cert_file;
   o.admission.key_file = f.tls_key_file;
   o.admission.deny.insert(f.admission_deny.begin(), f.admission_deny.end());
+  if (!f.policy_params.empty()) {
+    size_t slash = f.policy_params.find('/');
+    std::string ns = f.policy_params.substr(0, slash);
+    std::string name = slash == std::string::npos ? "" : f.policy_params.substr(slash + 1);
+    if (!k8s::IsObjectName(ns) || !k8s::IsObjectName(name)) {
+      return Status::InvalidArgument("--policy-params " + f.policy_params +
+                                     ": expected NAMESPACE/NAME (e.g. tocsin/tocsin-policy-params)");
+    }
+    o.policy_params.ns = ns;
+    o.policy_params.name = name;
+  }
   o.kubeconfig = {f.kubeconfig, f.context};
   TOCSIN_RETURN_IF_ERROR(
       ParseDurationFlag("--request-timeout", f.request_timeout, o.client.request_timeout));
@@ -198,6 +211,9 @@ Command AddControllerCommand(CLI::App& parent) {
                   "The webhook's private key (PEM); re-read when it changes");
   cmd->add_option("--admission-deny", f->admission_deny,
                   "Check id the webhook denies instead of warning about (repeatable)");
+  cmd->add_option("--policy-params", f->policy_params,
+                  "NAMESPACE/NAME of `tocsin policy`'s params ConfigMap: kept current with what "
+                  "the cluster offers (needs deploy/components/policy-params; off without it)");
   return {cmd, [f] { return RunController(*f); }};
 }
 

@@ -219,6 +219,9 @@ Status Controller::StartHttp() {
   TOCSIN_RETURN_IF_ERROR(server_->Start(options_.listen_host, options_.listen_port));
   Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
       std::to_string(server_->port()));
+  if (!options_.policy_params.name.empty()) {
+    params_ = std::make_unique<PolicyParamsWriter>(options_.policy_params, *registry_);
+  }
   if (options_.admission.port != 0) {
     admission_ = std::make_unique<AdmissionServer>(registry_);
     admission_->SetContext(options_.audit, options_.audit.topology_label);
@@ -360,9 +363,11 @@ void Controller::Evaluate() {
   if (!first_done_) FetchPluginConfigs(true);
   audit::Options opt = options_.audit;
   opt.now = Clock::now();
+  std::optional<policy::Params> params;
   std::vector<Finding> findings = cache_.Read([&](const k8s::Snapshot& s) {
     audit::Options with = audit::WithPluginConfig(s, opt);
     if (admission_) admission_->SetContext(with, audit::ClusterTopologyLabel(s, with));
+    if (params_) params = policy::ParamsFrom(s, with);
     return audit::Run(s, with);
   });
   if (canary_) {
@@ -399,6 +404,11 @@ void Controller::Evaluate() {
       poster_->Enqueue(std::move(*e));
       ++queued;
     }
+  }
+  // The admission policies' params, by the leader (or the one replica), once /metrics has the
+  // verdict: a patch only when they changed.
+  if (params_ && params && (leader_ || !options_.leader_elect) && client_) {
+    if (std::string e = params_->Publish(*params, *client_, opt.now); !e.empty()) Log(e);
   }
   evaluations_->Increment();
   evaluation_seconds_->Observe(

@@ -23,6 +23,7 @@
 #include "controller/informer.h"
 #include "controller/lease.h"
 #include "controller/log.h"
+#include "controller/policy_params.h"
 #include "controller/tracker.h"
 #include "k8s/api_client.h"
 #include "k8s/kubeconfig.h"
@@ -50,6 +51,7 @@ struct ControllerOptions {
   size_t max_state_bytes = 200 << 10;     // the Lease annotation (the API allows 256 KiB in all)
   CanaryOptions canary;                   // --canary-* (off unless --canary)
   AdmissionOptions admission;             // --admission-listen (port 0: no webhook)
+  PolicyParamsOptions policy_params;      // --policy-params (no name: off)
 };
 
 // A finding as /metrics shows it (no message or evidence: a scrape copies nothing big).
@@ -122,6 +124,7 @@ class Controller {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<agent::MetricsServer> server_;
   std::unique_ptr<AdmissionServer> admission_;  // --admission-listen
+  std::unique_ptr<PolicyParamsWriter> params_;  // --policy-params
   std::shared_ptr<Collector> collector_;
   prometheus::Counter* evaluations_ = nullptr;
   prometheus::Histogram* evaluation_seconds_ = nullptr;

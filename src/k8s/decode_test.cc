@@ -143,3 +143,20 @@ TEST(DecodeTest, ListPageMetadata) {
 
 }  // namespace
 }  // namespace tocsin::k8s
+
+namespace tocsin::k8s {
+namespace {
+
+TEST(ObjectNameTest, OnlyDns1123SubdomainsAreNames) {
+  for (const char* good : {"tocsin", "tocsin-policy-params", "a", "a.b-c.0"}) {
+    EXPECT_TRUE(IsObjectName(good)) << good;
+  }
+  for (const char* bad : {"", "-a", "a-", "A", "a/b", "..", "a_b", "a b", "%2e%2e"}) {
+    EXPECT_FALSE(IsObjectName(bad)) << bad;
+  }
+  EXPECT_TRUE(IsObjectName(std::string(253, 'a')));
+  EXPECT_FALSE(IsObjectName(std::string(254, 'a')));
+}
+
+}  // namespace
+}  // namespace tocsin::k8s

@@ -27,6 +27,17 @@ bool IsTopologyAnnotation(std::string_view k) {
          k == "alpha.jobset.sigs.k8s.io/exclusive-topology";
 }
 
+bool IsObjectName(std::string_view name) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (name.empty() || name.size() > 253 || !alnum(name.front()) || !alnum(name.back())) {
+    return false;
+  }
+  for (char c : name) {
+    if (!alnum(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
 bool IsJobKind(const std::string& kind) {
   return kind == "Job" || kind == "PyTorchJob" || kind == "MPIJob" || kind == "JobSet" ||
          kind == "TrainJob";

@@ -148,6 +148,10 @@ inline constexpr char kGkeInterfacesAnnotation[] = "networking.gke.io/interfaces
 
 // The kinds decoded into Snapshot::jobs.
 bool IsJobKind(const std::string& kind);
+// A DNS-1123 subdomain (what names most objects and every namespace: lower-case letters,
+// digits, '-' and '.', starting and ending alphanumeric, at most 253 characters): safe in an
+// API path.
+bool IsObjectName(std::string_view name);
 // Annotations that place a job's pods in one topology domain: Kueue's podset-required-topology
 // and podset-preferred-topology, JobSet's exclusive-topology (kept on pods and templates).
 bool IsTopologyAnnotation(std::string_view key);

@@ -53,6 +53,14 @@ Params ParamsFrom(const k8s::Snapshot& snapshot, const audit::Options& options) 
   return p;
 }
 
+json ParamsData(const Params& params) {
+  return {{"rdmaResources", Join(params.rdma_resources, ",")},
+          {"advertisedRdmaResources", Join(params.advertised_rdma_resources, ",")},
+          {"fabricNetwork", params.fabric_network},
+          {"topologyLabel", params.topology_label},
+          {"ipcLockNeeded", params.ipc_lock_needed ? "true" : "false"}};
+}
+
 const std::vector<std::string>& PolicyCheckIds() {
   static const std::vector<std::string> ids = [] {
     std::vector<std::string> out;
@@ -77,12 +85,7 @@ Result<std::vector<json>> Manifests(const Params& params, const Options& options
                   {{"name", options.params_name},
                    {"namespace", options.params_namespace},
                    {"labels", Labels()}}},
-                 {"data",
-                  {{"rdmaResources", Join(params.rdma_resources, ",")},
-                   {"advertisedRdmaResources", Join(params.advertised_rdma_resources, ",")},
-                   {"fabricNetwork", params.fabric_network},
-                   {"topologyLabel", params.topology_label},
-                   {"ipcLockNeeded", params.ipc_lock_needed ? "true" : "false"}}}});
+                 {"data", ParamsData(params)}});
   json variables = json::array();
   for (const auto& [name, expr] : Variables()) {
     variables.push_back({{"name", name}, {"expression", expr}});

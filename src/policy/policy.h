@@ -26,6 +26,10 @@ struct Params {
 // (ClusterTopologyLabel), --ipc-lock-not-needed.
 Params ParamsFrom(const k8s::Snapshot& snapshot, const audit::Options& options);
 
+// The params ConfigMap's `data` (docs/FORMATS.md "Admission policy params"): what Manifests
+// writes and what `tocsin controller --policy-params` keeps current.
+nlohmann::json ParamsData(const Params& params);
+
 struct Options {
   std::string params_name = "tocsin-policy-params";
   std::string params_namespace = "tocsin";

@@ -21,7 +21,7 @@ import unittest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import SOURCE, Cluster, ClusterTestCase  # noqa: E402
+from cluster import SOURCE, Cluster, ClusterTestCase, run_tocsin  # noqa: E402
 from controller_process import ControllerProcess  # noqa: E402
 
 NS = "tt-admission"
@@ -203,6 +203,43 @@ class AdmissionWebhookTest(ClusterTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("Warning: job.", r.stderr)
         self.assertLess(time.monotonic() - t, 10)
+
+
+class PolicyParamsTest(ClusterTestCase):
+    """`tocsin controller --policy-params NS/NAME` keeps `tocsin policy`'s params ConfigMap
+    current: the RDMA resources the nodes really advertise, written by a merge patch."""
+
+    def test_controller_writes_what_the_nodes_advertise(self):
+        c = self.cluster
+        ns = "tt-policy-params"
+        c.namespace(ns)
+        try:
+            out = run_tocsin("policy", "--params-namespace", ns)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            [cm] = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "ConfigMap"]
+            cm["data"]["advertisedRdmaResources"] = "rdma/stale"  # as written at install
+            c.kubectl("apply", "-f", "-", stdin=json.dumps(cm))
+            nodes = json.loads(c.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+            advertised = sorted({k for n in nodes
+                                 for k, v in n["status"].get("allocatable", {}).items()
+                                 if k.startswith("rdma/") and v != "0"})
+            self.assertTrue(advertised, "the test cluster's fabric nodes advertise RDMA")
+            ctl = ControllerProcess(c.kubeconfig, "--policy-params",
+                                    f"{ns}/tocsin-policy-params", identity="params")
+            try:
+                def written():
+                    got = json.loads(c.kubectl("get", "configmap", "-n", ns,
+                                               "tocsin-policy-params", "-o", "json").stdout)
+                    return got["data"]["advertisedRdmaResources"] == ",".join(advertised)
+                Cluster.wait_for(written, 60, "the params ConfigMap to name what nodes advertise")
+                Cluster.wait_for(lambda: ctl.value("tocsin_controller_policy_params_synced") == 1,
+                                 30, "the synced metric")
+                self.assertEqual(ctl.value("tocsin_controller_policy_params_writes_total",
+                                           result="error"), 0)
+            finally:
+                ctl.stop()
+        finally:
+            c.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 if __name__ == "__main__":

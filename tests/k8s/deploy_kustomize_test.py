@@ -5,7 +5,8 @@ schemas of npm's kubernetes-models and @kubernetes-models/prometheus-operator; t
 inside the bundle hold (ServiceAccounts, ConfigMaps, selectors, the Events Role in `default`);
 the scrape jobs are the ones the alerts select, and promtool takes the scrape config with the
 rules; exporter-only writes nothing to the API; the generated rules are up to date; the canary
-component adds exactly `--canary`, its RBAC and the namespace label.
+component adds exactly `--canary`, its RBAC and the namespace label; the policy-params component
+exactly `--policy-params` and get/patch on one ConfigMap.
 
     python3 tests/k8s/deploy_kustomize_test.py -v
 
@@ -414,29 +415,52 @@ class DashboardsTest(unittest.TestCase):
             self.assertEqual(json.loads(cm["data"][name]), d)
 
 
-class CanaryComponentTest(unittest.TestCase):
-    def test_component_adds_the_flag_and_rbac(self):
-        tmp = tempfile.mkdtemp(prefix="tocsin-kust-", dir=DEPLOY)  # kustomize loads below its root
-        try:
-            rel = os.path.relpath(DEPLOY, tmp)
-            with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
-                yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
-                                "kind": "Kustomization",
-                                "resources": [f"{rel}/overlays/prometheus"],
-                                "components": [f"{rel}/components/canary"]}, f)
-            with_canary = {key(d): d for d in render(tmp)}
-        finally:
-            shutil.rmtree(tmp)
-        plain = {key(d): d for d in render(os.path.join(DEPLOY, "overlays", "prometheus"))}
-        self.assertEqual(set(with_canary) - set(plain), {
+def render_with_component(component):
+    """The prometheus overlay with deploy/components/<component> added, rendered."""
+    tmp = tempfile.mkdtemp(prefix="tocsin-kust-", dir=DEPLOY)  # kustomize loads below its root
+    try:
+        rel = os.path.relpath(DEPLOY, tmp)
+        with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                            "kind": "Kustomization",
+                            "resources": [f"{rel}/overlays/prometheus"],
+                            "components": [f"{rel}/components/{component}"]}, f)
+        return {key(d): d for d in render(tmp)}
+    finally:
+        shutil.rmtree(tmp)
+
+
+class ComponentTest(unittest.TestCase):
+    def setUp(self):
+        self.plain = {key(d): d for d in render(os.path.join(DEPLOY, "overlays", "prometheus"))}
+
+    @staticmethod
+    def args(docs):
+        return docs["Deployment/tocsin/tocsin-controller"]["spec"]["template"]["spec"][
+            "containers"][0]["args"]
+
+    def test_canary_component_adds_the_flag_and_rbac(self):
+        with_canary = render_with_component("canary")
+        self.assertEqual(set(with_canary) - set(self.plain), {
             "Role/tocsin/tocsin-controller-canary", "RoleBinding/tocsin/tocsin-controller-canary",
             "PriorityClass/tocsin-canary"})
-        args = with_canary["Deployment/tocsin/tocsin-controller"]["spec"]["template"]["spec"][
-            "containers"][0]["args"]
-        self.assertEqual(args, ["controller", "--leader-elect", "--canary"])
+        self.assertEqual(self.args(with_canary), ["controller", "--leader-elect", "--canary"])
         labels = with_canary["Namespace/tocsin"]["metadata"]["labels"]
         self.assertEqual(labels.get("pod-security.kubernetes.io/enforce"), "privileged")
         self.assertEqual(labels.get("app.kubernetes.io/part-of"), "tocsin")
+
+    def test_policy_params_component_patches_one_configmap_only(self):
+        docs = render_with_component("policy-params")
+        self.assertEqual(set(docs) - set(self.plain), {
+            "Role/tocsin/tocsin-controller-policy-params",
+            "RoleBinding/tocsin/tocsin-controller-policy-params"})
+        self.assertEqual(self.args(docs), ["controller", "--leader-elect",
+                                           "--policy-params=tocsin/tocsin-policy-params"])
+        # The name `tocsin policy` gives its ConfigMap by default, and only get/patch on it.
+        [rule] = docs["Role/tocsin/tocsin-controller-policy-params"]["rules"]
+        self.assertEqual(rule, {"apiGroups": [""], "resources": ["configmaps"],
+                                "resourceNames": ["tocsin-policy-params"],
+                                "verbs": ["get", "patch"]})
 
 
 if __name__ == "__main__":

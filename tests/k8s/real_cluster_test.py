@@ -124,6 +124,12 @@ class LiveEqualsSnapshotTest(ClusterTestCase):
                     return None  # the cluster changed while the audit read it
             frm = run_tocsin("audit", "-o", "json", "--now", now, "--from", snapshot)
             return (live, frm) if live.stdout and frm.stdout else None
+        def none_going_away():
+            items = json.loads(c.kubectl("get", "namespaces", "-o", "json").stdout)["items"]
+            return not [n for n in items if n.get("status", {}).get("phase") == "Terminating"]
+        # A namespace being deleted (its crash-looping pods restarting until they go) keeps the
+        # cluster from ever being still for a whole audit on a loaded machine: wait for them.
+        c.wait_for(none_going_away, 240, "other tests' namespaces to be deleted", interval=1)
         live, frm = c.wait_for(agree, 90, "a quiet cluster to compare live and snapshot on")
         self.assertEqual(live.returncode, frm.returncode, live.stderr + frm.stderr)
         found = json.loads(live.stdout)["findings"]
@@ -384,6 +390,7 @@ class RbacTest(ClusterTestCase):
         self.assertEqual({rel for rel, real in found.items() if real}, {
             INSTALL, "deploy/agent/rbac-taint.yaml", "deploy/agent/rbac-proxy.yaml",
             "deploy/rbac/audit.yaml", "deploy/components/canary/canary-rbac.yaml",
+            "deploy/components/policy-params/policy-params-rbac.yaml",
             "deploy/agent/node-restriction-policy.yaml", "deploy/examples/bench-net-indexed-job.yaml",
             "deploy/examples/bench-storage-job.yaml"})
         # (the DaemonSet was applied too; setUpClass removed it once its pods had reported)
