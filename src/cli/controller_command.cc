@@ -38,6 +38,9 @@ struct ControllerFlags {
   std::string admission_listen, tls_cert_file, tls_key_file;
   std::vector<std::string> admission_deny;
   std::string policy_params;
+  std::string drift_baseline, drift_baseline_namespace, drift_namespace, drift_accept;
+  std::string drift_interval = "5m";
+  std::vector<std::string> drift_class_labels;
 };
 
 int g_stop_pipe[2] = {-1, -1};
@@ -118,6 +121,20 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   o.event_namespace = f.event_namespace;
   TOCSIN_RETURN_IF_ERROR(f.checks.Apply(o.audit));
   TOCSIN_RETURN_IF_ERROR(f.canary.Apply(o.canary, o.audit.topology_label));
+  o.drift.baseline = f.drift_baseline;
+  o.drift.baseline_namespace = f.drift_baseline_namespace;
+  o.drift.live_namespace = f.drift_namespace;
+  o.drift.accept = f.drift_accept;
+  o.drift.class_labels = f.drift_class_labels;
+  TOCSIN_RETURN_IF_ERROR(ParseDurationFlag("--drift-interval", f.drift_interval, o.drift.interval));
+  if (o.drift.interval < std::chrono::seconds(1)) {
+    return Status::InvalidArgument("--drift-interval must be at least 1s");
+  }
+  if (f.drift_baseline.empty() &&
+      !(f.drift_accept.empty() && f.drift_namespace.empty() && f.drift_baseline_namespace.empty() &&
+        f.drift_class_labels.empty())) {
+    return Status::InvalidArgument("the --drift-* flags need --drift-baseline");
+  }
   return o;
 }
 
@@ -214,6 +231,21 @@ Command AddControllerCommand(CLI::App& parent) {
   cmd->add_option("--policy-params", f->policy_params,
                   "NAMESPACE/NAME of `tocsin policy`'s params ConfigMap: kept current with what "
                   "the cluster offers (needs deploy/components/policy-params; off without it)");
+  cmd->add_option("--drift-baseline", f->drift_baseline,
+                  "A tocsin snapshot of the cluster this one must not drift from (staging): "
+                  "tocsin diff against it every --drift-interval, drift.* findings exported");
+  cmd->add_option("--drift-interval", f->drift_interval, "How often drift is judged")
+      ->capture_default_str();
+  cmd->add_option("--drift-accept", f->drift_accept,
+                  "YAML file of accepted differences, as tocsin diff --accept (re-read each run)");
+  cmd->add_option("--drift-namespace", f->drift_namespace,
+                  "Compare only this namespace's objects of the live cluster (cluster-scoped "
+                  "ones stay)");
+  cmd->add_option("--drift-baseline-namespace", f->drift_baseline_namespace,
+                  "Compare only this namespace's objects of the baseline");
+  cmd->add_option("--drift-class-label", f->drift_class_labels,
+                  "Node label whose value names a node's class (repeatable; as tocsin diff "
+                  "--class-label)");
   return {cmd, [f] { return RunController(*f); }};
 }
 

@@ -31,18 +31,6 @@ struct DiffFlags {
   std::string now;
 };
 
-// Namespaced objects outside `ns` are dropped (two namespaces of one cluster as two sides);
-// cluster-scoped ones (nodes, NicClusterPolicies) stay.
-void KeepNamespace(k8s::Snapshot& s, const std::string& ns) {
-  auto other = [&](const auto& o) { return o.ns != ns; };
-  std::erase_if(s.pods, other);
-  std::erase_if(s.daemonsets, other);
-  std::erase_if(s.configmaps, other);
-  std::erase_if(s.networks, other);
-  std::erase_if(s.sriov_policies, other);
-  std::erase_if(s.workloads, other);
-}
-
 // One side: a file (or - for stdin), or a live context (ctx:NAME; "ctx:" alone: the current
 // one). Returns the exit code of a failure, else 0.
 int LoadSide(const DiffFlags& f, const std::string& spec, const std::string& ns,
@@ -64,7 +52,7 @@ int LoadSide(const DiffFlags& f, const std::string& spec, const std::string& ns,
     side.source = spec;
   }
   if (!ns.empty()) {
-    KeepNamespace(snap, ns);
+    drift::KeepNamespace(snap, ns);
     side.name += " (namespace " + ns + ")";
   }
   side.snapshot = &snap;

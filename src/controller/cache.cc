@@ -14,6 +14,10 @@ std::string Key(const std::string& kind, const k8s::DaemonSet& d) {
 std::string Key(const std::string&, const k8s::ObjectRef& o) {
   return o.kind + "/" + o.ns + "/" + o.name;
 }
+// A job's pod templates as drift reads them, beside the job itself under the same kind prefix.
+std::string Key(const std::string&, const k8s::Workload& w) {
+  return w.kind + "/" + w.ns + "/" + w.name + "/template";
+}
 
 // The vector of `snap` that holds `kind` (jobs of every job kind share one).
 template <typename F>
@@ -22,6 +26,7 @@ void WithVector(k8s::Snapshot& snap, const std::string& kind, F&& f) {
   if (kind == "Pod") f(snap.pods);
   if (kind == "DaemonSet") f(snap.daemonsets);
   if (k8s::IsJobKind(kind)) f(snap.jobs);
+  if (k8s::IsWorkloadKind(kind)) f(snap.workloads);
 }
 
 // Runs f(theirs, mine) on the vectors that hold `kind` in `from` and in `to`.
@@ -41,6 +46,7 @@ bool OfKind(const std::string&, const T&) {
   return true;
 }
 bool OfKind(const std::string& kind, const k8s::ObjectRef& o) { return o.kind == kind; }
+bool OfKind(const std::string& kind, const k8s::Workload& w) { return w.kind == kind; }
 
 template <typename T>
 void Upsert(std::vector<T>& vec, std::unordered_map<std::string, size_t>& index,
@@ -71,8 +77,14 @@ void Erase(std::vector<T>& vec, std::unordered_map<std::string, size_t>& index,
 
 }  // namespace
 
+void ObjectCache::KeepTemplates(bool keep) {
+  std::unique_lock lock(mu_);
+  keep_templates_ = keep;
+}
+
 void ObjectCache::Replace(const std::string& kind, k8s::Snapshot&& listed) {
   std::unique_lock lock(mu_);
+  if (!keep_templates_) listed.workloads.clear();
   std::string prefix = kind + "/";
   std::erase_if(index_, [&](const auto& kv) { return kv.first.compare(0, prefix.size(), prefix) == 0; });
   WithVector(snap_, kind, [&](auto& vec) {
@@ -81,6 +93,11 @@ void ObjectCache::Replace(const std::string& kind, k8s::Snapshot&& listed) {
   // Positions of the other job kinds moved: the shared vector is indexed again.
   if (k8s::IsJobKind(kind)) {
     for (size_t i = 0; i < snap_.jobs.size(); ++i) index_[Key(kind, snap_.jobs[i])] = i;
+  }
+  if (k8s::IsWorkloadKind(kind)) {
+    for (size_t i = 0; i < snap_.workloads.size(); ++i) {
+      index_[Key(kind, snap_.workloads[i])] = i;
+    }
   }
   Paired(listed, snap_, kind, [&](auto& theirs, auto& mine) {
     for (auto& o : theirs) {
@@ -92,6 +109,7 @@ void ObjectCache::Replace(const std::string& kind, k8s::Snapshot&& listed) {
 void ObjectCache::Apply(const std::string& kind, k8s::WatchEvent::Type type,
                         k8s::Snapshot&& object) {
   std::unique_lock lock(mu_);
+  if (!keep_templates_) object.workloads.clear();
   bool erase = type == k8s::WatchEvent::Type::kDeleted;
   Paired(object, snap_, kind, [&](auto& theirs, auto& mine) {
     for (auto& o : theirs) {

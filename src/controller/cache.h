@@ -17,6 +17,10 @@ namespace tocsin::controller {
 // of its vector into the hole.
 class ObjectCache {
  public:
+  // Keeps the jobs' pod templates as drift compares them (Snapshot::workloads) beside the
+  // audit's jobs: only the controller's drift reads them (--drift-baseline). Set before the
+  // informers start.
+  void KeepTemplates(bool keep);
   // Replaces every object of `kind` with `listed`'s (a relist).
   void Replace(const std::string& kind, k8s::Snapshot&& listed);
   // Applies one watch event's object (ADDED/MODIFIED upsert, DELETED erase).
@@ -39,6 +43,7 @@ class ObjectCache {
  private:
   mutable std::shared_mutex mu_;
   k8s::Snapshot snap_;
+  bool keep_templates_ = false;
   std::unordered_map<std::string, size_t> index_;  // "Kind/ns/name" -> position in its vector
 };
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 namespace tocsin::controller {
 namespace {
 
@@ -64,6 +67,54 @@ TEST(ObjectCacheTest, JobKindsShareAVectorButNotTheirLists) {
   cache.Apply("PyTorchJob", k8s::WatchEvent::Type::kDeleted, std::move(gone));
   EXPECT_EQ(cache.Count("PyTorchJob"), 0u);
   EXPECT_EQ(cache.Uid("Job", "t", "j2"), "u2");
+}
+
+k8s::Snapshot JobWithTemplate(const char* kind, const char* name, const char* hca) {
+  k8s::Snapshot s;
+  s.jobs = {{kind, "t", name, std::string("u-") + name}};
+  k8s::Workload w{kind, "t", name};
+  w.containers.push_back({});
+  w.containers[0].env["NCCL_IB_HCA"] = hca;
+  s.workloads.push_back(w);
+  return s;
+}
+
+std::map<std::string, std::string> Templates(const ObjectCache& cache) {
+  return cache.Read([](const k8s::Snapshot& s) {
+    std::map<std::string, std::string> out;
+    for (const auto& w : s.workloads) out[w.kind + "/" + w.name] = w.containers[0].env.at("NCCL_IB_HCA");
+    return out;
+  });
+}
+
+TEST(ObjectCacheTest, TemplatesOnlyWhenKeptAndIndexedApartFromTheirJobs) {
+  ObjectCache off;
+  off.Replace("Job", JobWithTemplate("Job", "j1", "mlx5_0"));
+  EXPECT_TRUE(Templates(off).empty());  // the audit alone never pays for them
+  EXPECT_EQ(off.Count("Job"), 1u);
+
+  ObjectCache cache;
+  cache.KeepTemplates(true);
+  cache.Replace("Job", JobWithTemplate("Job", "j1", "mlx5_0"));
+  cache.Apply("Job", k8s::WatchEvent::Type::kAdded, JobWithTemplate("Job", "j2", "mlx5_1"));
+  cache.Apply("PyTorchJob", k8s::WatchEvent::Type::kAdded,
+              JobWithTemplate("PyTorchJob", "p1", "mlx5_2"));
+  EXPECT_EQ(Templates(cache), (std::map<std::string, std::string>{
+                                  {"Job/j1", "mlx5_0"}, {"Job/j2", "mlx5_1"},
+                                  {"PyTorchJob/p1", "mlx5_2"}}));
+  cache.Apply("Job", k8s::WatchEvent::Type::kModified, JobWithTemplate("Job", "j1", "mlx5_9"));
+  cache.Apply("Job", k8s::WatchEvent::Type::kDeleted, JobWithTemplate("Job", "j2", ""));
+  EXPECT_EQ(Templates(cache), (std::map<std::string, std::string>{
+                                  {"Job/j1", "mlx5_9"}, {"PyTorchJob/p1", "mlx5_2"}}));
+  EXPECT_EQ(cache.Count("Job"), 1u);
+  EXPECT_EQ(cache.Uid("Job", "t", "j1"), "u-j1");
+  // A relist of one kind keeps the other kind's templates, and indexes them again.
+  cache.Replace("Job", JobWithTemplate("Job", "j3", "mlx5_3"));
+  cache.Apply("PyTorchJob", k8s::WatchEvent::Type::kModified,
+              JobWithTemplate("PyTorchJob", "p1", "mlx5_4"));
+  EXPECT_EQ(Templates(cache), (std::map<std::string, std::string>{
+                                  {"Job/j3", "mlx5_3"}, {"PyTorchJob/p1", "mlx5_4"}}));
+  EXPECT_EQ(cache.Uid("PyTorchJob", "t", "p1"), "u-p1");
 }
 
 TEST(ObjectCacheTest, NodesAndDaemonSets) {

@@ -100,8 +100,9 @@ std::vector<prometheus::MetricFamily> Controller::Collector::Collect() const {
            "1 ok, 0 failing (a finding at warning or above), -1 unknown (an informer not synced "
            "or a watch down).",
            MetricType::Gauge);
+  std::set<std::string> unknown(p.unknown.begin(), p.unknown.end());
   for (const std::string& id : check_ids_) {
-    f.Add({{"check", id}}, !known ? -1 : failing.count(id) ? 0 : 1);
+    f.Add({{"check", id}}, !known || unknown.count(id) ? -1 : failing.count(id) ? 0 : 1);
   }
   f.Family("tocsin_finding", "1 for every active finding.", MetricType::Gauge);
   std::set<std::tuple<std::string, std::string, std::string>> series;  // one per label set

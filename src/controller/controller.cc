@@ -79,6 +79,10 @@ std::vector<std::string> Controller::CheckIds() const {
   if (options_.canary.enabled) {
     ids.insert(ids.end(), canary::CheckIds().begin(), canary::CheckIds().end());
   }
+  if (DriftEnabled(options_.drift)) {
+    std::vector<std::string> drift = DriftCheckIds();
+    ids.insert(ids.end(), drift.begin(), drift.end());
+  }
   return ids;
 }
 
@@ -97,6 +101,14 @@ Result<std::unique_ptr<k8s::ApiClient>> Controller::NewClient() {
 }
 
 Status Controller::Discover() {
+  // A baseline that cannot be read is a usage error now, not a quiet "no drift" later.
+  std::optional<DriftInputs> drift_inputs;
+  if (DriftEnabled(options_.drift)) {
+    auto in = ReadDriftInputs(options_.drift);
+    if (!in.ok()) return Status::InvalidArgument(in.status().message());
+    drift_inputs = std::move(*in);
+    cache_.KeepTemplates(true);
+  }
   auto access = k8s::ResolveAccess(options_.kubeconfig, k8s::AccessEnvironment());
   if (!access.ok()) return access.status();
   access_ = *access;
@@ -158,6 +170,21 @@ Status Controller::Discover() {
         [this] { return !elector_ || elector_->leader(); }, poster_.get(),
         options_.lease.identity, [this] { Wake(); });
   }
+  if (drift_inputs) {
+    TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
+    client->SetAbort(options_.stop);
+    drift_ = std::make_unique<DriftWatch>(
+        options_.drift, std::move(*drift_inputs), std::move(client), &cache_, options_.audit,
+        [this] {
+          std::vector<std::string> kinds;
+          std::lock_guard lock(informers_mu_);
+          for (const auto& inf : informers_) {
+            if (inf->stats().synced) kinds.push_back(inf->resource().kind);
+          }
+          return kinds;
+        },
+        [this] { Wake(); });
+  }
   std::vector<std::string> names;
   for (const auto& r : resources_) names.push_back(r.name);
   Log("API server " + access_.server + " (" + access_.origin + "); watching " + Join(names, ", "));
@@ -216,6 +243,7 @@ Status Controller::StartHttp() {
       options_.resync, CheckIds());
   server_->AddCollectable(collector_);
   if (canary_) server_->AddCollectable(canary_->collectable());
+  if (drift_) server_->AddCollectable(drift_->collectable());
   TOCSIN_RETURN_IF_ERROR(server_->Start(options_.listen_host, options_.listen_port));
   Log("serving /metrics, /healthz, /readyz on " + options_.listen_host + ":" +
       std::to_string(server_->port()));
@@ -252,6 +280,7 @@ Status Controller::Loop(int stop_fd) {
     leader_ = true;
   }
   if (canary_) canary_->Start();
+  if (drift_) drift_->Start();
   bool dirty = false;
   auto last = std::chrono::steady_clock::now() - options_.resync;
   bool evaluated = false;
@@ -374,6 +403,10 @@ void Controller::Evaluate() {
     std::vector<Finding> more = canary_->Findings();
     std::move(more.begin(), more.end(), std::back_inserter(findings));
   }
+  if (drift_) {
+    std::vector<Finding> more = drift_->Findings();
+    std::move(more.begin(), more.end(), std::back_inserter(findings));
+  }
   std::vector<Transition> transitions = tracker_.Update(findings, opt.now, options_.clear_after);
   // /metrics first: a slow Events API never delays a page.
   auto p = std::make_shared<Published>();
@@ -390,6 +423,7 @@ void Controller::Evaluate() {
   findings.clear();
   p->evaluated = true;
   p->last_evaluation = opt.now;
+  if (drift_) p->unknown = drift_->UnknownChecks(opt.now);
   collector_->Publish(std::move(p));
   if (!options_.leader_elect && !events_armed_) {
     events_armed_ = true;  // no saved state: what is active at start was announced before
@@ -431,6 +465,7 @@ void Controller::Shutdown() {
     for (auto& inf : informers_) inf->RequestStop();  // all at once: each aborts within ~1 s
   }
   if (canary_) canary_->Stop();  // before the poster it enqueues to
+  if (drift_) drift_->Stop();
   if (poster_) poster_->Stop();
   {
     std::lock_guard lock(informers_mu_);

@@ -19,6 +19,7 @@
 #include "audit/checks.h"
 #include "controller/cache.h"
 #include "controller/canary_runner.h"
+#include "controller/drift_watch.h"
 #include "controller/event_poster.h"
 #include "controller/informer.h"
 #include "controller/lease.h"
@@ -52,6 +53,7 @@ struct ControllerOptions {
   CanaryOptions canary;                   // --canary-* (off unless --canary)
   AdmissionOptions admission;             // --admission-listen (port 0: no webhook)
   PolicyParamsOptions policy_params;      // --policy-params (no name: off)
+  DriftOptions drift;                     // --drift-* (off without --drift-baseline)
 };
 
 // A finding as /metrics shows it (no message or evidence: a scrape copies nothing big).
@@ -68,6 +70,7 @@ struct Published {
   bool evaluated = false;
   TimePoint last_evaluation{};
   int64_t state_dropped = 0;
+  std::vector<std::string> unknown;  // check ids that cannot be decided now (-1)
 };
 
 // `tocsin controller`: the cluster audit, always on, as named steps. Discover (credentials, and
@@ -87,7 +90,8 @@ class Controller {
 
   int port() const { return server_ ? server_->port() : 0; }
   int admission_port() const { return admission_ ? admission_->port() : 0; }
-  // The check ids /metrics gives a status: the audit's, and the canaries' when they run.
+  // The check ids /metrics gives a status: the audit's, and the canaries' and drift's when they
+  // run.
   std::vector<std::string> CheckIds() const;
 
   class Collector;
@@ -114,6 +118,7 @@ class Controller {
   std::unique_ptr<EventPoster> poster_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<CanaryRunner> canary_;
+  std::unique_ptr<DriftWatch> drift_;
   std::unique_ptr<k8s::ApiClient> client_;  // the evaluation thread's: ConfigMaps, Events
   FindingTracker tracker_;
   bool events_armed_ = false;

@@ -9,6 +9,9 @@ constexpr CheckInfo kChecks[] = {
     {kClassMissing, Severity::kWarning, "", "a node class exists on one side only"},
     {kInputEmpty, Severity::kWarning, "",
      "one side has no Node or no DaemonSet objects: that part was not compared"},
+    {kInputUnreadable, Severity::kWarning, "",
+     "the controller's baseline or a kind of its live side cannot be read: tocsin cannot know "
+     "whether that part drifted"},
     {kRdmaResource, Severity::kError, "",
      "an RDMA resource's name or count differs: jobs asking for it will not schedule on one side"},
     {kPluginMissing, Severity::kError, "", "an RDMA device plugin runs on one side only"},

@@ -8,6 +8,7 @@ namespace tocsin::drift {
 inline constexpr char kClassMixed[] = "drift.class.mixed";
 inline constexpr char kClassMissing[] = "drift.class.missing";
 inline constexpr char kInputEmpty[] = "drift.input.empty";
+inline constexpr char kInputUnreadable[] = "drift.input.unreadable";
 inline constexpr char kRdmaResource[] = "drift.rdma.resource";
 inline constexpr char kPluginMissing[] = "drift.plugin.missing";
 inline constexpr char kPluginImage[] = "drift.plugin.image";

@@ -80,6 +80,25 @@ DiffResult Diff(const Side& a, const Side& b, const Options& options) {
   return out;
 }
 
+void KeepNamespace(k8s::Snapshot& s, const std::string& ns) {
+  auto other = [&](const auto& o) { return o.ns != ns; };
+  std::erase_if(s.pods, other);
+  std::erase_if(s.daemonsets, other);
+  std::erase_if(s.configmaps, other);
+  std::erase_if(s.networks, other);
+  std::erase_if(s.sriov_policies, other);
+  std::erase_if(s.workloads, other);
+}
+
+void DropKind(k8s::Snapshot& s, const std::string& kind) {
+  if (kind == "Node") s.nodes.clear();
+  if (kind == "DaemonSet") s.daemonsets.clear();
+  if (kind == "NetworkAttachmentDefinition") s.networks.clear();
+  if (kind == "SriovNetworkNodePolicy") s.sriov_policies.clear();
+  if (kind == "NicClusterPolicy") s.nic_policies.clear();
+  std::erase_if(s.workloads, [&](const k8s::Workload& w) { return w.kind == kind; });
+}
+
 nlohmann::json Inventory(const Side& a, const Side& b, const DiffResult& result,
                          const Options& options) {
   nlohmann::json inv;

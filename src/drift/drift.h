@@ -57,6 +57,13 @@ k8s::StringMap NodeFacts(const k8s::Node& node, const audit::Options& side_optio
 // A node's class under `options` ("(no class label)" when it has none of the labels).
 std::string NodeClass(const k8s::Node& node, const Options& options);
 
+// Drops the namespaced objects outside `ns` (two namespaces of one cluster as two sides:
+// --namespace-a/-b, the controller's --drift-namespace); cluster-scoped ones stay.
+void KeepNamespace(k8s::Snapshot& s, const std::string& ns);
+// Drops every object of `kind` (one that a side could not read, so that it is compared on
+// neither side).
+void DropKind(k8s::Snapshot& s, const std::string& kind);
+
 // {"a": {...}, "b": {...}, "items": [...]}: the inventory of `-o json`.
 nlohmann::json Inventory(const Side& a, const Side& b, const DiffResult& result,
                          const Options& options);

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "k8s/decode.h"
@@ -85,6 +87,7 @@ class ApiClient {
   // Every request of this client (watches included) is aborted within about a second once
   // `*stop` turns true, and Send stops retrying; nullptr: never.
   void SetAbort(const std::atomic<bool>* stop);
+  bool aborted() const { return abort_ != nullptr && abort_->load(); }
   // The bound of one request from now on.
   void SetRequestTimeout(std::chrono::milliseconds timeout);
   void SetAttempts(int attempts) { options_.attempts = attempts; }
@@ -138,8 +141,18 @@ Status LoadCluster(ApiClient& client, Snapshot& out,
 // policies, NicClusterPolicies, Jobs, CronJobs, PyTorchJobs, MPIJobs, JobSets; all namespaces),
 // then the device plugins' ConfigMaps as LoadCluster does. Custom resources that are not served
 // (404) are skipped.
+//
+// `partial` (the controller's drift): kinds named in `partial->have` are not listed (the caller
+// has them already: its informers' caches), and a kind whose list fails (403 without the opt-in
+// RBAC, a 5xx) is named in `partial->unreadable` with why, its objects dropped, and the rest
+// still listed; the call then fails only when it is aborted.
+struct FabricLoad {
+  std::vector<std::string> have;
+  std::vector<std::pair<std::string, std::string>> unreadable;  // kind, the error
+};
 Status LoadFabric(ApiClient& client, Snapshot& out,
-                  const std::function<bool(const DaemonSet&)>& read_configs_of = nullptr);
+                  const std::function<bool(const DaemonSet&)>& read_configs_of = nullptr,
+                  FabricLoad* partial = nullptr);
 
 // The error text of a Kubernetes Status body ({"kind":"Status","message":...}), or a short
 // excerpt of any other body.

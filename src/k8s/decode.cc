@@ -259,7 +259,7 @@ std::string EncodeRawList(const Snapshot& snapshot) {
   return out;
 }
 
-Status LoadFile(const std::string& path, Snapshot& out) {
+Status LoadFile(const std::string& path, Snapshot& out, size_t max_bytes) {
   simdjson::padded_string text;
   if (path == "-") {
     std::stringstream s;
@@ -271,6 +271,12 @@ Status LoadFile(const std::string& path, Snapshot& out) {
     TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
     struct stat st {};
     size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+    if (size > max_bytes) {
+      ::close(fd);
+      return Status::InvalidArgument(path + ": " + std::to_string(size) +
+                                     " bytes, more than the " + std::to_string(max_bytes) +
+                                     " allowed");
+    }
     text = simdjson::padded_string(size);
     size_t got = 0;
     while (got < size) {

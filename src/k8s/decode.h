@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -27,8 +29,9 @@ Status DecodeJson(std::string_view json, const std::string& source, Snapshot& ou
 Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out);
 
 // Reads FILE (or "-" for stdin) and decodes it as JSON, or as YAML when it does not start with
-// '{' or '['.
-Status LoadFile(const std::string& path, Snapshot& out);
+// '{' or '['. A file larger than `max_bytes` is refused unread (the controller's baseline).
+Status LoadFile(const std::string& path, Snapshot& out,
+                size_t max_bytes = std::numeric_limits<size_t>::max());
 
 // The objects kept with Snapshot::keep_raw as one `kubectl get -o json` List (what `tocsin
 // snapshot` writes; LoadFile reads it back).

@@ -37,10 +37,15 @@ constexpr Collection kFabricCollections[] = {
 // Lists each collection (one source per cluster, not per page); with `optional`, a collection
 // that is not served (404) is skipped, and a kind already listed is not listed again from an
 // older version.
+// With `partial`, its `have` kinds are not listed and a kind that fails (other than 404) is
+// recorded there instead of failing the load.
 template <size_t N>
 Status ListAll(ApiClient& client, const Collection (&collections)[N], bool optional,
-               Snapshot& out) {
-  std::string listed;  // ",Kind,Kind,"
+               Snapshot& out, FabricLoad* partial = nullptr) {
+  std::string listed = ",";  // ",Kind,Kind,"
+  if (partial != nullptr) {
+    for (const std::string& kind : partial->have) listed += kind + ",";
+  }
   for (const Collection& c : collections) {
     std::string key = std::string(c.kind) + ",";
     if (listed.find("," + key) != std::string::npos) continue;
@@ -51,8 +56,14 @@ Status ListAll(ApiClient& client, const Collection (&collections)[N], bool optio
       mark.Restore(out);
       continue;
     }
+    if (!st.ok() && partial != nullptr && !client.aborted()) {
+      mark.Restore(out);
+      partial->unreadable.emplace_back(c.kind, st.message());
+      listed += key;  // an older version of the same kind is not tried after a refusal
+      continue;
+    }
     if (!st.ok()) return st;
-    listed += (listed.empty() ? "," : "") + key;
+    listed += key;
     out.sources.resize(sources);
   }
   return Status::Ok();
@@ -87,8 +98,9 @@ Status LoadCluster(ApiClient& client, Snapshot& out,
 }
 
 Status LoadFabric(ApiClient& client, Snapshot& out,
-                  const std::function<bool(const DaemonSet&)>& read_configs_of) {
-  TOCSIN_RETURN_IF_ERROR(ListAll(client, kFabricCollections, true, out));
+                  const std::function<bool(const DaemonSet&)>& read_configs_of,
+                  FabricLoad* partial) {
+  TOCSIN_RETURN_IF_ERROR(ListAll(client, kFabricCollections, true, out, partial));
   ReadConfigs(client, out, read_configs_of);
   out.sources.push_back(client.access().server);
   return Status::Ok();

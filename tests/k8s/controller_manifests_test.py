@@ -81,11 +81,7 @@ class ManifestsTest(unittest.TestCase):
                 continue
             for rule in doc["rules"]:
                 self.assertNotIn("nonResourceURLs", rule, k)
-                for group in rule["apiGroups"]:
-                    for resource in rule["resources"]:
-                        for verb in rule["verbs"]:
-                            for name in rule.get("resourceNames") or ["*"]:
-                                granted.add((k, group, resource, verb, name))
+            granted |= rights(k, doc)
         self.assertEqual(granted - EXPECTED_RIGHTS, set(), "rights granted beyond these")
         self.assertEqual(EXPECTED_RIGHTS - granted, set(), "rights missing")
 
@@ -157,6 +153,14 @@ class ManifestsTest(unittest.TestCase):
                                                  "targetPort": "metrics", "protocol": "TCP"}])
 
 
+def rights(name, role):
+    """{(name, apiGroup, resource, verb, resourceName or "*")} that a Role or ClusterRole grants."""
+    return {(name, group, resource, verb, res_name)
+            for rule in role["rules"] for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"]
+            for res_name in rule.get("resourceNames") or ["*"]}
+
+
 # canary-rbac.yaml: what `--canary` adds, in the controller's namespace only.
 CANARY_ROLE = "Role/tocsin/tocsin-controller-canary"
 EXPECTED_CANARY_RIGHTS = {
@@ -180,14 +184,7 @@ class CanaryRbacTest(unittest.TestCase):
     def test_exactly_these_rights_in_its_own_namespace(self):
         self.assertEqual(set(self.docs), {CANARY_ROLE, "RoleBinding/tocsin/tocsin-controller-canary",
                                           "PriorityClass/tocsin-canary"})
-        granted = set()
-        for rule in self.docs[CANARY_ROLE]["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    for verb in rule["verbs"]:
-                        for name in rule.get("resourceNames") or ["*"]:
-                            granted.add((CANARY_ROLE, group, resource, verb, name))
-        self.assertEqual(granted, EXPECTED_CANARY_RIGHTS)
+        self.assertEqual(rights(CANARY_ROLE, self.docs[CANARY_ROLE]), EXPECTED_CANARY_RIGHTS)
         b = self.docs["RoleBinding/tocsin/tocsin-controller-canary"]
         self.assertEqual(b["roleRef"]["name"], "tocsin-controller-canary")
         self.assertEqual([(s["kind"], s["name"], s["namespace"]) for s in b["subjects"]],
@@ -198,6 +195,30 @@ class CanaryRbacTest(unittest.TestCase):
         self.assertLess(pc["value"], 0)
         self.assertEqual(pc["preemptionPolicy"], "Never")
         self.assertFalse(pc["globalDefault"])
+
+
+# drift-rbac.yaml: what `--drift-baseline` may add (opt-in, not in the kustomization): list only,
+# of the kinds the controller does not already watch.
+DRIFT_ROLE = "ClusterRole/tocsin-controller-drift"
+EXPECTED_DRIFT_RIGHTS = {
+    (DRIFT_ROLE, "k8s.cni.cncf.io", "network-attachment-definitions", "list", "*"),
+    (DRIFT_ROLE, "sriovnetwork.openshift.io", "sriovnetworknodepolicies", "list", "*"),
+    (DRIFT_ROLE, "mellanox.com", "nicclusterpolicies", "list", "*"),
+    (DRIFT_ROLE, "batch", "cronjobs", "list", "*"),
+}
+
+
+class DriftRbacTest(unittest.TestCase):
+    def test_list_only_of_what_the_informers_do_not_hold_and_opt_in(self):
+        with open(os.path.join(DEPLOY, "drift-rbac.yaml")) as f:
+            docs = {key(d): d for d in yaml.safe_load_all(f) if d}
+        self.assertEqual(set(docs), {DRIFT_ROLE, "ClusterRoleBinding/tocsin-controller-drift"})
+        self.assertEqual(rights(DRIFT_ROLE, docs[DRIFT_ROLE]), EXPECTED_DRIFT_RIGHTS)
+        b = docs["ClusterRoleBinding/tocsin-controller-drift"]
+        self.assertEqual([(s["kind"], s["name"], s["namespace"]) for s in b["subjects"]],
+                         [("ServiceAccount",) + SA])
+        rendered = {key(d) for d in render()}
+        self.assertNotIn(DRIFT_ROLE, rendered)  # opt-in: the install does not grant it
 
 
 class AlertsTest(unittest.TestCase):

@@ -48,6 +48,7 @@ BASE = {
     "ConfigMap/tocsin/tocsin-dashboard-fleet-fabric",
     "ConfigMap/tocsin/tocsin-dashboard-shared-storage",
     "ConfigMap/tocsin/tocsin-dashboard-canaries",
+    "ConfigMap/tocsin/tocsin-dashboard-drift",
 }
 EXPECTED = {
     "prometheus": BASE | {"ConfigMap/tocsin/tocsin-prometheus-scrape"},
@@ -341,7 +342,8 @@ class DashboardsTest(unittest.TestCase):
     def test_there_are_dashboards_with_panels(self):
         self.assertEqual(set(self.dashboards), {"tocsin-fleet-fabric.json",
                                                 "tocsin-shared-storage.json",
-                                                "tocsin-canaries.json"})
+                                                "tocsin-canaries.json",
+                                                "tocsin-drift.json"})
         for name, d in self.dashboards.items():
             self.assertGreaterEqual(len(d["panels"]), 5, name)
 

@@ -160,7 +160,56 @@ CANARIES = {
     ],
 }
 
-DASHBOARDS = [FLEET_FABRIC, SHARED_STORAGE, CANARIES]
+DRIFT = {
+    "uid": "tocsin-drift",
+    "title": "tocsin / Drift",
+    "description": "tocsin controller --drift-baseline: where this cluster differs from its "
+                   "baseline (a tocsin snapshot of staging), by check and severity, and whether "
+                   "the baseline and the live side could be read.",
+    "panels": [
+        panel("stat", "Drift errors",
+              "Compared items that differ where jobs break: RDMA resource names or counts, the "
+              "device plugin, network attachments, NCCL settings that disable the fabric "
+              "(TocsinFabricDrift after 10 minutes).", "none",
+              (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"drift[.].*", '
+               'severity=~"error|critical"}) == 1) or vector(0)', "errors"), w=6, h=4),
+        panel("stat", "Drift warnings",
+              "Compared items that differ at warning: plugin image, firmware, drivers, template "
+              "NCCL variables, classes that are not homogeneous.", "none",
+              (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"drift[.].*", '
+               'severity="warning"}) == 1) or vector(0)', "warnings"), w=6, h=4),
+        panel("stat", "Baseline readable",
+              "1 when the last read of --drift-baseline and --drift-accept succeeded; 0: drift is "
+              "judged against the copy read before, and the drift checks are unknown.", "none",
+              (f"min(tocsin_controller_drift_baseline_up{{{M}}})", "baseline"), w=6, h=4),
+        panel("stat", "Minutes since the last run",
+              "Drift is judged every --drift-interval (5m): more than two intervals is a stuck "
+              "run.", "m",
+              (f"(time() - max(tocsin_controller_drift_last_run_timestamp_seconds{{{M}}})) / 60",
+               "minutes"), w=6, h=4),
+        panel("timeseries", "Drift findings by check",
+              "Items that differ from the baseline, by check id (accepted differences count, as "
+              "info).", "none",
+              (f'count by (check) (max by (check, subject) (tocsin_finding{{{M}, '
+               'check=~"drift[.].*"}) == 1)', "{{check}}")),
+        panel("timeseries", "Runs by outcome",
+              "Drift runs per interval: ok, or incomplete (the baseline or a kind of the live "
+              "side could not be read: drift.input.unreadable).", "short",
+              (f"sum by (outcome) (increase(tocsin_controller_drift_runs_total{{{M}}}"
+               "[$__rate_interval]))", "{{outcome}}")),
+        panel("table", "Differences from the baseline",
+              "Each drift finding with its check, severity and subject (the compared item: a "
+              "class's fact, a pool, a network, a template variable).", "none",
+              (f'max by (check, subject, severity) (tocsin_finding{{{M}, check=~"drift[.].*"}}) '
+               "== 1", "{{check}} {{subject}}"), w=24),
+        panel("timeseries", "Findings left out",
+              "Drift findings over the cap (500) at the last run, the least severe first.",
+              "none",
+              (f"max(tocsin_controller_drift_findings_dropped{{{M}}})", "dropped"), w=24, h=6),
+    ],
+}
+
+DASHBOARDS = [FLEET_FABRIC, SHARED_STORAGE, CANARIES, DRIFT]
 
 
 def variable(name, label, query):

@@ -1,0 +1,295 @@
+#include "controller/drift_watch.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "agent/families.h"
+#include "audit/plugin_config.h"
+#include "controller/log.h"
+#include "drift/catalog.h"
+#include "k8s/decode.h"
+#include "sys/env.h"
+
+namespace tocsin::controller {
+
+using prometheus::MetricType;
+
+bool DriftEnabled(const DriftOptions& o) { return !o.baseline.empty(); }
+
+Result<DriftInputs> ReadDriftInputs(const DriftOptions& o) {
+  DriftInputs in;
+  if (Status st = k8s::LoadFile(o.baseline, in.baseline, o.max_baseline_bytes); !st.ok()) {
+    return Status(st.code(), "--drift-baseline " + st.message());
+  }
+  if (in.baseline.nodes.empty() && in.baseline.daemonsets.empty() &&
+      in.baseline.networks.empty() && in.baseline.workloads.empty()) {
+    return Status::InvalidArgument("--drift-baseline " + o.baseline +
+                                   ": no Node, DaemonSet, network attachment or job template "
+                                   "(is it a tocsin snapshot?)");
+  }
+  if (!o.baseline_namespace.empty()) drift::KeepNamespace(in.baseline, o.baseline_namespace);
+  std::vector<std::string>().swap(in.baseline.raw);
+  if (!o.accept.empty()) {
+    auto text = ReadRegularFile(o.accept, drift::kMaxAcceptBytes);
+    if (!text.ok()) return Status(text.status().code(), "--drift-accept " + text.status().message());
+    auto parsed = drift::ParseAcceptFile(*text);
+    if (!parsed.ok()) {
+      return Status(parsed.status().code(), "--drift-accept " + o.accept + ": " +
+                                                parsed.status().message());
+    }
+    in.accepted = std::move(*parsed);
+  }
+  in.read_at = Clock::now();
+  return in;
+}
+
+std::vector<Finding> JudgeDrift(const DriftInputs& inputs, const k8s::Snapshot& live,
+                                const DriftSides& sides,
+                                const std::vector<std::pair<std::string, std::string>>& unreadable,
+                                const std::string& baseline_error, const drift::Options& options,
+                                TimePoint now, size_t max_findings, size_t* dropped) {
+  // A kind the live side cannot read is left out of the baseline too: absent there is not
+  // absent in the cluster.
+  const k8s::Snapshot* baseline = &inputs.baseline;
+  k8s::Snapshot trimmed;
+  if (!unreadable.empty()) {
+    trimmed = inputs.baseline;
+    for (const auto& [kind, error] : unreadable) drift::DropKind(trimmed, kind);
+    baseline = &trimmed;
+  }
+  drift::Side a{"baseline", sides.baseline_source, baseline};
+  drift::Side b{"live", sides.live_source, &live};
+  drift::DiffResult result = drift::Diff(a, b, options);
+  drift::ApplyAcceptances(result.findings, inputs.accepted, now);
+  std::vector<Finding> out = std::move(result.findings);
+  for (const auto& [kind, error] : unreadable) {
+    Finding f = UnknownFinding(drift::kInputUnreadable, "live " + kind, sides.live_source,
+                               Status::Unavailable(error));
+    f.message = "tocsin cannot know whether the " + kind + " objects drifted: they cannot be " +
+                "listed (" + error + "); grant deploy/controller/drift-rbac.yaml, or accept it";
+    out.push_back(std::move(f));
+  }
+  if (!baseline_error.empty()) {
+    Finding f = UnknownFinding(drift::kInputUnreadable, "baseline", sides.baseline_source,
+                               Status::IoError(baseline_error));
+    f.message = "the baseline cannot be read again (" + baseline_error +
+                "): drift is judged against the copy read at " + FormatRfc3339(inputs.read_at);
+    f.evidence["read_at"] = FormatRfc3339(inputs.read_at);
+    out.push_back(std::move(f));
+  }
+  *dropped = 0;
+  if (out.size() > max_findings) {
+    std::stable_sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
+      if (x.severity != y.severity) return x.severity > y.severity;  // the worst first
+      return std::tie(x.check, x.subject) < std::tie(y.check, y.subject);
+    });
+    // What the input itself says is kept whatever the cap: without it, what is left looks whole.
+    auto keep = std::stable_partition(out.begin(), out.end(), [](const Finding& f) {
+      return f.check == drift::kInputUnreadable;
+    });
+    size_t first = static_cast<size_t>(keep - out.begin());
+    size_t limit = std::max(max_findings, first);
+    *dropped = out.size() - limit;
+    out.resize(limit);
+  }
+  return out;
+}
+
+std::vector<std::string> DriftCheckIds() {
+  std::vector<std::string> ids;
+  for (const auto& c : drift::Catalog().checks) ids.emplace_back(c.id);
+  return ids;
+}
+
+// tocsin_controller_drift_*: what the runs did (docs/METRICS.md).
+class DriftWatch::Metrics : public prometheus::Collectable {
+ public:
+  void Record(const std::string& outcome, TimePoint at, double seconds, bool baseline_up,
+              TimePoint baseline_read_at, size_t dropped) {
+    std::lock_guard lock(mu_);
+    runs_[outcome] += 1;
+    last_run_ = at;
+    seconds_ = seconds;
+    baseline_up_ = baseline_up;
+    baseline_read_at_ = baseline_read_at;
+    dropped_ = static_cast<double>(dropped);
+  }
+  void SetBaseline(TimePoint read_at) {
+    std::lock_guard lock(mu_);
+    baseline_read_at_ = read_at;
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::lock_guard lock(mu_);
+    agent::Families f;
+    auto unix = [](TimePoint t) {
+      return static_cast<double>(
+          std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
+    };
+    f.Family("tocsin_controller_drift_runs_total",
+             "Drift runs by outcome: ok, or incomplete (the baseline or a kind of the live side "
+             "could not be read: drift.input.unreadable).",
+             MetricType::Counter);
+    for (const char* o : {"ok", "incomplete"}) {
+      f.Add({{"outcome", o}}, runs_.count(o) ? runs_.at(o) : 0);
+    }
+    f.Family("tocsin_controller_drift_baseline_up",
+             "1 when the last read of --drift-baseline (and --drift-accept) succeeded.",
+             MetricType::Gauge)
+        .Add({}, baseline_up_ ? 1 : 0);
+    f.Family("tocsin_controller_drift_baseline_read_timestamp_seconds",
+             "Unix time the baseline in use was read.", MetricType::Gauge)
+        .Add({}, unix(baseline_read_at_));
+    if (last_run_) {
+      f.Family("tocsin_controller_drift_last_run_timestamp_seconds",
+               "Unix time of the last drift run.", MetricType::Gauge)
+          .Add({}, unix(*last_run_));
+      f.Family("tocsin_controller_drift_run_duration_seconds",
+               "Time the last drift run took (lists and ConfigMap reads included).",
+               MetricType::Gauge)
+          .Add({}, seconds_);
+    }
+    f.Family("tocsin_controller_drift_findings_dropped",
+             "Drift findings left out at the last run (over --drift-max-findings 500).",
+             MetricType::Gauge)
+        .Add({}, dropped_);
+    return f.Take();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, double> runs_;
+  std::optional<TimePoint> last_run_;
+  double seconds_ = 0;
+  bool baseline_up_ = true;
+  TimePoint baseline_read_at_{};
+  double dropped_ = 0;
+};
+
+DriftWatch::DriftWatch(DriftOptions options, DriftInputs inputs,
+                       std::unique_ptr<k8s::ApiClient> client, const ObjectCache* cache,
+                       audit::Options audit,
+                       std::function<std::vector<std::string>()> cached_kinds,
+                       std::function<void()> wake)
+    : options_(std::move(options)),
+      inputs_(std::move(inputs)),
+      client_(std::move(client)),
+      cache_(cache),
+      audit_(std::move(audit)),
+      cached_kinds_(std::move(cached_kinds)),
+      wake_(std::move(wake)),
+      metrics_(std::make_shared<Metrics>()) {
+  metrics_->SetBaseline(inputs_.read_at);
+}
+
+DriftWatch::~DriftWatch() { Stop(); }
+
+std::shared_ptr<prometheus::Collectable> DriftWatch::collectable() { return metrics_; }
+
+void DriftWatch::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DriftWatch::Stop() {
+  {
+    std::lock_guard lock(wait_mu_);
+    stop_ = true;
+  }
+  wait_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<Finding> DriftWatch::Findings() const {
+  std::lock_guard lock(mu_);
+  return findings_;
+}
+
+std::vector<std::string> DriftWatch::UnknownChecks(TimePoint now) const {
+  std::lock_guard lock(mu_);
+  bool fresh = last_run_ && now - *last_run_ <= 2 * options_.interval + std::chrono::minutes(1);
+  if (fresh && baseline_ok_) return {};
+  std::vector<std::string> ids = DriftCheckIds();
+  if (fresh) std::erase(ids, std::string(drift::kInputUnreadable));
+  return ids;
+}
+
+void DriftWatch::Loop() {
+  while (!stop_) {
+    // The first run waits for the nodes and DaemonSets informers (the live side's bulk).
+    std::vector<std::string> kinds = cached_kinds_();
+    bool ready = std::find(kinds.begin(), kinds.end(), "Node") != kinds.end() &&
+                 std::find(kinds.begin(), kinds.end(), "DaemonSet") != kinds.end();
+    auto wait = std::chrono::milliseconds(200);
+    if (ready) {
+      RunOnce();
+      wait = options_.interval;
+    }
+    std::unique_lock lock(wait_mu_);
+    wait_cv_.wait_for(lock, wait, [&] { return stop_.load(); });
+  }
+}
+
+void DriftWatch::RunOnce() {
+  auto started = std::chrono::steady_clock::now();
+  std::string baseline_error;
+  if (auto in = ReadDriftInputs(options_); in.ok()) {
+    inputs_ = std::move(*in);
+  } else {
+    baseline_error = in.status().message();
+    Log("drift: " + baseline_error + " (the baseline read at " +
+        FormatRfc3339(inputs_.read_at) + " stays in use)");
+  }
+  // The live side: what the informers hold, and what only drift reads, listed now.
+  k8s::FabricLoad load;
+  load.have = cached_kinds_();
+  k8s::Snapshot live = cache_->Read([&](const k8s::Snapshot& s) {
+    k8s::Snapshot out;
+    for (const std::string& kind : load.have) {
+      if (kind == "Node") out.nodes = s.nodes;
+      if (kind == "DaemonSet") out.daemonsets = s.daemonsets;
+    }
+    for (const auto& w : s.workloads) {
+      if (std::find(load.have.begin(), load.have.end(), w.kind) != load.have.end()) {
+        out.workloads.push_back(w);
+      }
+    }
+    return out;
+  });
+  auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, audit_); };
+  Status st = k8s::LoadFabric(*client_, live, plugin, &load);
+  if (!st.ok()) return;  // aborted: the controller stops
+  for (const std::string& e : live.load_errors) Log("drift: " + e);
+  std::string live_source = client_->access().server;
+  std::string baseline_source = options_.baseline;
+  if (!options_.live_namespace.empty()) {
+    drift::KeepNamespace(live, options_.live_namespace);
+    live_source += " (namespace " + options_.live_namespace + ")";
+  }
+  if (!options_.baseline_namespace.empty()) {
+    baseline_source += " (namespace " + options_.baseline_namespace + ")";
+  }
+  for (const auto& [kind, error] : load.unreadable) Log("drift: cannot list " + kind + ": " + error);
+  drift::Options opt;
+  opt.class_labels = options_.class_labels;
+  opt.audit = audit_;
+  size_t dropped = 0;
+  TimePoint now = Clock::now();
+  std::vector<Finding> findings =
+      JudgeDrift(inputs_, live, {baseline_source, live_source}, load.unreadable, baseline_error,
+                 opt, now, options_.max_findings, &dropped);
+  for (Finding& f : findings) f.evidence = nlohmann::json::object();  // /metrics has no use for it
+  {
+    std::lock_guard lock(mu_);
+    findings_ = std::move(findings);
+    last_run_ = now;
+    baseline_ok_ = baseline_error.empty();
+  }
+  bool complete = baseline_error.empty() && load.unreadable.empty();
+  metrics_->Record(complete ? "ok" : "incomplete", now,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                   baseline_error.empty(), inputs_.read_at, dropped);
+  if (wake_) wake_();
+}
+
+}  // namespace tocsin::controller
