@@ -287,7 +287,7 @@ def promtool_tests():
 
 # The end-to-end cluster: four jobs on sixteen nodes, 90 minutes; the faults as (start, end) in
 # minutes from the start: a rank on sockets from minute 40 on, a checkpoint stall from 50 to 65
-# (over before the end), a straggler from minute 30 on, a healthy job.
+# (over before the end), a straggler from minute 45 on, a healthy job.
 E2E = [
     ("fallback", (40, 91), {f"fb-{i}": Node() for i in range(1, 5)},
      job_pods("fallback", ["fb-1", "fb-3", "fb-4"]) +
@@ -295,7 +295,7 @@ E2E = [
     ("ckpt", (50, 65), {f"ck-{i}": Node(gpu=(GPU, 0.1), rdma=(RDMA, 1e7), slow_probe=(False, True))
                         for i in range(1, 5)},
      job_pods("ckpt", [f"ck-{i}" for i in range(1, 5)])),
-    ("straggler", (30, 91), with_nodes({f"sg-{i}": Node() for i in range(1, 5)},
+    ("straggler", (45, 91), with_nodes({f"sg-{i}": Node() for i in range(1, 5)},
                                        **{"sg-3": Node(rdma=(RDMA, 2.5e9))}),
      job_pods("straggler", [f"sg-{i}" for i in range(1, 5)])),
     ("healthy", (0, 0), {f"ok-{i}": Node() for i in range(1, 5)},

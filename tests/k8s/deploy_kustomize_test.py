@@ -317,6 +317,13 @@ class RulesTest(unittest.TestCase):
                 self.assertRegex(confirm, r"\b(tocsin [a-z]|tocsin_[a-z])", "a tocsin command")
 
 
+# The matchers every tocsin series of a dashboard's queries carries: by the scrape job's labels,
+# or, on Job fabric (keyed by the training job), by the labels of the tocsin-job records.
+MATCHERS = {None: ('cluster=~"$cluster"', 'job=~"$job"', 'node=~"$node"'),
+            "tocsin-job-fabric.json": ('namespace=~"$namespace"', 'job_name=~"$job"',
+                                       'node=~"$node"')}
+
+
 class DashboardsTest(unittest.TestCase):
     """The rules of grafana's dashboard-linter, and more: the datasource is a variable that every
     panel and query uses (no hard-coded uid); every query matches cluster, job and node by
@@ -332,7 +339,7 @@ class DashboardsTest(unittest.TestCase):
             with open(path) as f:
                 cls.dashboards[os.path.basename(path)] = json.load(f)
         with open(os.path.join(ROOT, "docs", "METRICS.md")) as f:
-            cls.documented = set(re.findall(r"^\| `(tocsin_[a-z_]+)`", f.read(), re.M))
+            cls.documented = set(re.findall(r"^\| `(tocsin[_:][a-z_:]+)`", f.read(), re.M))
 
     def queries(self):
         for name, d in self.dashboards.items():
@@ -343,17 +350,20 @@ class DashboardsTest(unittest.TestCase):
     def test_there_are_dashboards_with_panels(self):
         self.assertEqual(set(self.dashboards), {"tocsin-fleet-fabric.json",
                                                 "tocsin-shared-storage.json",
-                                                "tocsin-canaries.json"})
+                                                "tocsin-canaries.json",
+                                                "tocsin-job-fabric.json"})
         for name, d in self.dashboards.items():
             self.assertGreaterEqual(len(d["panels"]), 5, name)
 
     def test_variables(self):
         for name, d in self.dashboards.items():
             variables = {v["name"]: v for v in d["templating"]["list"]}
-            self.assertEqual(set(variables), {"datasource", "cluster", "job", "node"}, name)
+            keys = [m.split("=~")[0] for m in MATCHERS.get(name, MATCHERS[None])]
+            keys = ["job" if k == "job_name" else k for k in keys]
+            self.assertEqual(set(variables), {"datasource", *keys}, name)
             self.assertEqual((variables["datasource"]["type"], variables["datasource"]["query"]),
                              ("datasource", "prometheus"))
-            for v in ("cluster", "job", "node"):
+            for v in keys:
                 self.assertEqual(variables[v]["datasource"]["uid"], "${datasource}")
 
     def test_no_hard_coded_datasource(self):
@@ -369,21 +379,21 @@ class DashboardsTest(unittest.TestCase):
                 self.assertEqual(p["datasource"]["uid"], "${datasource}")
                 self.assertEqual(t["datasource"]["uid"], "${datasource}")
                 expr = t["expr"]
-                selectors = re.findall(r"tocsin_[a-z_]+\{([^}]*)\}", expr)
+                selectors = re.findall(r"tocsin[_:][a-z_:]+\{([^}]*)\}", expr)
                 self.assertTrue(selectors, expr)
                 for sel in selectors:
-                    for m in ('cluster=~"$cluster"', 'job=~"$job"', 'node=~"$node"'):
+                    for m in MATCHERS.get(name, MATCHERS[None]):
                         self.assertIn(m, sel, expr)
                 for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]*)\]", expr):
                     self.assertEqual(window, "$__rate_interval", expr)
-                for metric in re.findall(r"\b(tocsin_[a-z_]+)\{", expr):
+                for metric in re.findall(r"\b(tocsin[_:][a-z_:]+)\{", expr):
                     base = re.sub(r"_(bucket|sum|count)$", "", metric)
                     self.assertIn(base, self.documented, f"{metric} is not in docs/METRICS.md")
 
     def test_queries_parse(self):
         rules = []
         for i, (name, p, t) in enumerate(self.queries()):
-            expr = (t["expr"].replace("$__rate_interval", "1m")
+            expr = (t["expr"].replace("$__rate_interval", "1m").replace("$namespace", ".*")
                     .replace("$cluster", ".*").replace("$job", ".*").replace("$node", ".*"))
             rules.append({"record": f"tocsin:dashboard_query_{i}", "expr": expr})
         self.assertGreater(len(rules), 20)
