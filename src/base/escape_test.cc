@@ -13,7 +13,7 @@ TEST(EscapeTest, PercentEncodeKeepsOnlyUnreserved) {
 
 TEST(EscapeTest, XmlEscapeEntitiesAndForbiddenControls) {
   EXPECT_EQ(XmlEscape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&apos;&lt;/a&gt;");
-  EXPECT_EQ(XmlEscape(std::string("a\tb\nc\x01d\x1b", 8)), "a\tb\nc?d?");
+  EXPECT_EQ(XmlEscape(std::string("a\tb\nc\x01" "d\x1b", 8)), "a\tb\nc?d?");
 }
 
 }  // namespace

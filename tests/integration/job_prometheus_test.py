@@ -153,7 +153,7 @@ class JobPrometheusTest(unittest.TestCase):
         plot = os.path.join(self.tmp, "fallback.svg")
         r = self.job("fallback", "--plot", plot, output="table")
         self.assertEqual(r.returncode, 1, r.stderr)
-        rows = [line for line in r.stdout.splitlines() if line.startswith("fb-")]
+        rows = [line.strip() for line in r.stdout.splitlines() if line.strip().startswith("fb-")]
         self.assertEqual(len(rows), 4, r.stdout)
         self.assertIn("Socket x1", next(line for line in rows if line.startswith("fb-2")))
         self.assertIn("job.fabric.fallback", r.stdout)

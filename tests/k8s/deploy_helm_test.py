@@ -169,7 +169,7 @@ class ChartTest(unittest.TestCase):
                           if o["metadata"].get("labels", {}).get("grafana_dashboard")])
         base_dashboards = [o for o in self.base
                            if o["metadata"].get("labels", {}).get("grafana_dashboard")]
-        self.assertEqual(len(base_dashboards), 3)
+        self.assertEqual(len(base_dashboards), 4)
         self.assertEqual(len(objs), len(self.base) - 1 - len(base_dashboards))
 
     def test_grafana_legends_and_rule_annotations_survive(self):

@@ -47,6 +47,7 @@ BASE = {
     "ConfigMap/tocsin/tocsin-dashboard-fleet-fabric",
     "ConfigMap/tocsin/tocsin-dashboard-shared-storage",
     "ConfigMap/tocsin/tocsin-dashboard-canaries",
+    "ConfigMap/tocsin/tocsin-dashboard-job-fabric",
 }
 EXPECTED = {
     "prometheus": BASE | {"ConfigMap/tocsin/tocsin-prometheus-scrape"},
@@ -339,7 +340,7 @@ class DashboardsTest(unittest.TestCase):
             with open(path) as f:
                 cls.dashboards[os.path.basename(path)] = json.load(f)
         with open(os.path.join(ROOT, "docs", "METRICS.md")) as f:
-            cls.documented = set(re.findall(r"^\| `(tocsin[_:][a-z_:]+)`", f.read(), re.M))
+            cls.documented = set(re.findall(r"^\| `(tocsin[_:][a-z0-9_:]+)`", f.read(), re.M))
 
     def queries(self):
         for name, d in self.dashboards.items():
@@ -379,14 +380,15 @@ class DashboardsTest(unittest.TestCase):
                 self.assertEqual(p["datasource"]["uid"], "${datasource}")
                 self.assertEqual(t["datasource"]["uid"], "${datasource}")
                 expr = t["expr"]
-                selectors = re.findall(r"tocsin[_:][a-z_:]+\{([^}]*)\}", expr)
+                # tocsin's series and records, and ALERTS (Job fabric's verdicts firing)
+                selectors = re.findall(r"(?:\btocsin[_:][a-z0-9_:]+|\bALERTS)\{([^}]*)\}", expr)
                 self.assertTrue(selectors, expr)
                 for sel in selectors:
                     for m in MATCHERS.get(name, MATCHERS[None]):
                         self.assertIn(m, sel, expr)
                 for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]*)\]", expr):
                     self.assertEqual(window, "$__rate_interval", expr)
-                for metric in re.findall(r"\b(tocsin[_:][a-z_:]+)\{", expr):
+                for metric in re.findall(r"\b(tocsin[_:][a-z0-9_:]+)\{", expr):
                     base = re.sub(r"_(bucket|sum|count)$", "", metric)
                     self.assertIn(base, self.documented, f"{metric} is not in docs/METRICS.md")
 
