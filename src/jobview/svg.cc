@@ -91,12 +91,15 @@ std::string PlotSvg(const JobView& view) {
         if (it == n.series.end()) continue;
         std::string points;
         double last = -1e300;
+        // Structured bindings are not captured by lambdas before clang 16: plain copies are.
+        std::string stroke = colour[node];
+        std::string dasharray = *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "";
         auto flush = [&] {
           if (!points.empty()) {
             out += fmt::format(
                 "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{} "
                 "points=\"{}\"/>\n",
-                colour[node], *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
+                stroke, dasharray, points);
           }
           points.clear();
         };
