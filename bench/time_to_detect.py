@@ -275,11 +275,16 @@ class Stack:
         Cluster.wait_for(all_up, 90, "Prometheus scraping every agent and the controller", interval=1)
 
     def panel_queries(self):
-        """(dashboard, panel, expr) of every panel target in deploy/base/dashboards, with the
+        """(dashboard, panel, expr) of every panel target in deploy/base/dashboards (but Job
+        fabric's), with the
         template variables as Grafana substitutes them for "All" and a 15 s scrape."""
         out = []
         folder = os.path.join(SOURCE, "deploy", "base", "dashboards")
         for name in sorted(os.listdir(folder)):
+            if name == "tocsin-job-fabric.json":
+                # Keyed by training jobs, which need the agent's attribution (issue 20 part 1,
+                # pending): tests/integration/job_prometheus_test.py queries its panels.
+                continue
             with open(os.path.join(folder, name)) as f:
                 board = json.load(f)
             for panel in board.get("panels", []):

@@ -1,17 +1,13 @@
 #include "bench/verdict.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
 #include "ranks/peer_json.h"
 #include "ranks/protocol.h"
+#include "sys/write_file.h"
 
 namespace tocsin::bench {
 namespace {
@@ -377,31 +373,7 @@ Verdict VerdictOf(const Report& report, int rank, int world, int exit,
 }
 
 Status WriteVerdictFile(const std::string& path, std::string_view text) {
-  // O_NONBLOCK: a FIFO without a reader fails instead of holding the exit.
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                0644);
-  if (fd < 0) return Status::IoError("--verdict-file " + path + ": " + strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::string why = n < 0 ? strerror(errno) : "short write";
-      close(fd);
-      return Status::IoError("--verdict-file " + path + ": write: " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  // The kubelet reads it after the container exits. A device or pipe cannot be synced (EINVAL).
-  if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    std::string why = strerror(errno);
-    close(fd);
-    return Status::IoError("--verdict-file " + path + ": fsync: " + why);
-  }
-  if (close(fd) != 0) {
-    return Status::IoError("--verdict-file " + path + ": close: " + strerror(errno));
-  }
-  return Status::Ok();
+  return WriteUserFile(path, text, "--verdict-file");
 }
 
 }  // namespace tocsin::bench

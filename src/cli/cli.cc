@@ -10,6 +10,7 @@
 #include "cli/bench_command.h"
 #include "cli/controller_command.h"
 #include "cli/diff_command.h"
+#include "cli/job_command.h"
 #include "cli/nccl_command.h"
 #include "cli/node_command.h"
 #include "cli/policy_command.h"
@@ -33,6 +34,7 @@ int Main(int argc, char** argv) {
                                      AddSnapshotCommand(app)};
     for (auto& c : AddBenchCommands(app)) commands.push_back(c);
     commands.push_back(AddPolicyCommand(app));
+    commands.push_back(AddJobCommand(app));
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

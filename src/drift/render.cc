@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "base/escape.h"
 #include "base/strings.h"
 
 namespace tocsin::drift {
@@ -13,38 +14,6 @@ constexpr Group kGroups[] = {Group::kNodes, Group::kDevicePlugin, Group::kNetwor
 std::string Upper(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 allows no control characters but tab, newline and carriage return.
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += "?";
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
   return out;
 }
 

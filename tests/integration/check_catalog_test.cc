@@ -29,6 +29,7 @@
 #include "canary/catalog.h"
 #include "drift/catalog.h"
 #include "gpu/catalog.h"
+#include "jobview/catalog.h"
 #include "nccl/catalog.h"
 #include "rdma/catalog.h"
 #include "storage/catalog.h"
@@ -43,7 +44,8 @@ const fs::path kSource = TOCSIN_SOURCE_DIR;
 std::vector<const CheckCatalog*> Catalogs() {
   return {&rdma::Catalog(),  &gpu::Catalog(),   &storage::Catalog(),
           &nccl::Catalog(),  &audit::Catalog(), &canary::Catalog(),
-          &agent::Catalog(), &bench::Catalog(), &drift::Catalog()};
+          &agent::Catalog(), &bench::Catalog(), &drift::Catalog(),
+          &jobview::Catalog()};
 }
 
 const CheckInfo* Find(std::string_view id) { return FindCheck(Catalogs(), id); }

@@ -49,6 +49,7 @@ BASE = {
     "ConfigMap/tocsin/tocsin-dashboard-shared-storage",
     "ConfigMap/tocsin/tocsin-dashboard-canaries",
     "ConfigMap/tocsin/tocsin-dashboard-drift",
+    "ConfigMap/tocsin/tocsin-dashboard-job-fabric",
 }
 EXPECTED = {
     "prometheus": BASE | {"ConfigMap/tocsin/tocsin-prometheus-scrape"},
@@ -288,8 +289,11 @@ class RulesTest(unittest.TestCase):
 
     def test_every_alert_fires_and_stays_quiet_in_a_test(self):
         for comp in RULE_FILES:
-            with open(os.path.join(DEPLOY, comp, "alerts_test.yaml")) as f:
-                tests = yaml.safe_load(f)["tests"]
+            tests = []
+            # alerts_test.yaml and the generated job_alerts_test.yaml (tools/make_job_fixtures.py)
+            for path in sorted(glob.glob(os.path.join(DEPLOY, comp, "*alerts_test.yaml"))):
+                with open(path) as f:
+                    tests += yaml.safe_load(f)["tests"]
             firing, quiet = set(), set()
             for t in tests:
                 for case in t.get("alert_rule_test", []):
@@ -316,6 +320,13 @@ class RulesTest(unittest.TestCase):
                 self.assertRegex(confirm, r"\b(tocsin [a-z]|tocsin_[a-z])", "a tocsin command")
 
 
+# The matchers every tocsin series of a dashboard's queries carries: by the scrape job's labels,
+# or, on Job fabric (keyed by the training job), by the labels of the tocsin-job records.
+MATCHERS = {None: ('cluster=~"$cluster"', 'job=~"$job"', 'node=~"$node"'),
+            "tocsin-job-fabric.json": ('namespace=~"$namespace"', 'job_name=~"$job"',
+                                       'node=~"$node"')}
+
+
 class DashboardsTest(unittest.TestCase):
     """The rules of grafana's dashboard-linter, and more: the datasource is a variable that every
     panel and query uses (no hard-coded uid); every query matches cluster, job and node by
@@ -331,7 +342,7 @@ class DashboardsTest(unittest.TestCase):
             with open(path) as f:
                 cls.dashboards[os.path.basename(path)] = json.load(f)
         with open(os.path.join(ROOT, "docs", "METRICS.md")) as f:
-            cls.documented = set(re.findall(r"^\| `(tocsin_[a-z_]+)`", f.read(), re.M))
+            cls.documented = set(re.findall(r"^\| `(tocsin[_:][a-z0-9_:]+)`", f.read(), re.M))
 
     def queries(self):
         for name, d in self.dashboards.items():
@@ -343,17 +354,20 @@ class DashboardsTest(unittest.TestCase):
         self.assertEqual(set(self.dashboards), {"tocsin-fleet-fabric.json",
                                                 "tocsin-shared-storage.json",
                                                 "tocsin-canaries.json",
-                                                "tocsin-drift.json"})
+                                                "tocsin-drift.json",
+                                                "tocsin-job-fabric.json"})
         for name, d in self.dashboards.items():
             self.assertGreaterEqual(len(d["panels"]), 5, name)
 
     def test_variables(self):
         for name, d in self.dashboards.items():
             variables = {v["name"]: v for v in d["templating"]["list"]}
-            self.assertEqual(set(variables), {"datasource", "cluster", "job", "node"}, name)
+            keys = [m.split("=~")[0] for m in MATCHERS.get(name, MATCHERS[None])]
+            keys = ["job" if k == "job_name" else k for k in keys]
+            self.assertEqual(set(variables), {"datasource", *keys}, name)
             self.assertEqual((variables["datasource"]["type"], variables["datasource"]["query"]),
                              ("datasource", "prometheus"))
-            for v in ("cluster", "job", "node"):
+            for v in keys:
                 self.assertEqual(variables[v]["datasource"]["uid"], "${datasource}")
 
     def test_no_hard_coded_datasource(self):
@@ -369,21 +383,22 @@ class DashboardsTest(unittest.TestCase):
                 self.assertEqual(p["datasource"]["uid"], "${datasource}")
                 self.assertEqual(t["datasource"]["uid"], "${datasource}")
                 expr = t["expr"]
-                selectors = re.findall(r"tocsin_[a-z_]+\{([^}]*)\}", expr)
+                # tocsin's series and records, and ALERTS (Job fabric's verdicts firing)
+                selectors = re.findall(r"(?:\btocsin[_:][a-z0-9_:]+|\bALERTS)\{([^}]*)\}", expr)
                 self.assertTrue(selectors, expr)
                 for sel in selectors:
-                    for m in ('cluster=~"$cluster"', 'job=~"$job"', 'node=~"$node"'):
+                    for m in MATCHERS.get(name, MATCHERS[None]):
                         self.assertIn(m, sel, expr)
                 for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]*)\]", expr):
                     self.assertEqual(window, "$__rate_interval", expr)
-                for metric in re.findall(r"\b(tocsin_[a-z_]+)\{", expr):
+                for metric in re.findall(r"\b(tocsin[_:][a-z0-9_:]+)\{", expr):
                     base = re.sub(r"_(bucket|sum|count)$", "", metric)
                     self.assertIn(base, self.documented, f"{metric} is not in docs/METRICS.md")
 
     def test_queries_parse(self):
         rules = []
         for i, (name, p, t) in enumerate(self.queries()):
-            expr = (t["expr"].replace("$__rate_interval", "1m")
+            expr = (t["expr"].replace("$__rate_interval", "1m").replace("$namespace", ".*")
                     .replace("$cluster", ".*").replace("$job", ".*").replace("$node", ".*"))
             rules.append({"record": f"tocsin:dashboard_query_{i}", "expr": expr})
         self.assertGreater(len(rules), 20)

@@ -5,7 +5,8 @@ label). Every panel: a title, a description, a unit, and PromQL with the dashboa
 Variables: datasource (Prometheus), cluster (the `cluster` label, when your Prometheus adds one),
 job (the scrape jobs tocsin-agent and tocsin-controller), node (the agents' target label `node`,
 their Kubernetes node, which the shipped scrape configs set; a canary's node on the controller's
-series). Rates use $__rate_interval.
+series). Rates use $__rate_interval. Job fabric is keyed by the training job instead: namespace,
+job (a `job_name` of tocsin_pod_info) and node, over the recording rules of the group tocsin-job.
 """
 
 M = 'cluster=~"$cluster", job=~"$job", node=~"$node"'
@@ -209,7 +210,77 @@ DRIFT = {
     ],
 }
 
-DASHBOARDS = [FLEET_FABRIC, SHARED_STORAGE, CANARIES, DRIFT]
+# The job's view (issue 20): keyed by the training job, not the scrape job. Its queries read the
+# recording rules of the group tocsin-job (deploy/agent/alerts.yaml), whose labels are namespace,
+# job_name and node; $job is a job_name.
+J = 'namespace=~"$namespace", job_name=~"$job", node=~"$node"'
+
+JOB_FABRIC = {
+    "uid": "tocsin-job-fabric",
+    "title": "tocsin / Job fabric",
+    "description": "One training job's nodes: GPU utilisation beside the RDMA and Ethernet rates, "
+                   "storage latency and NCCL transport, and its verdicts (job.fabric.fallback, "
+                   "job.storage.stall, job.network.straggler). `tocsin job NAMESPACE/NAME` prints "
+                   "the same.",
+    "variables": [("namespace", "namespace", "label_values(tocsin:job_node:info, namespace)"),
+                  ("job", "job", 'label_values(tocsin:job_node:info{namespace=~"$namespace"}, '
+                                 "job_name)"),
+                  ("node", "node", 'label_values(tocsin:job_node:info{namespace=~"$namespace", '
+                                   'job_name=~"$job"}, node)')],
+    "panels": [
+        panel("stat", "Nodes", "Nodes that run a pod of the job (tocsin_pod_info).", "none",
+              (f"count(tocsin:job_node:info{{{J}}}) or vector(0)", "nodes"), w=6, h=4),
+        panel("stat", "GPU utilisation", "Mean utilisation of the job's GPUs over its nodes.",
+              "percentunit",
+              (f"avg(tocsin:job_node_gpu_utilization:avg{{{J}}})", "GPUs"), w=6, h=4),
+        panel("stat", "Ranks on sockets",
+              "NCCL processes of the job whose log says Socket (TocsinJobFabricFallback).",
+              "none",
+              (f"sum(tocsin:job_node_nccl_socket_processes:count{{{J}}}) or vector(0)",
+               "processes"), w=6, h=4),
+        panel("stat", "Verdicts firing",
+              "The job's alerts now: TocsinJobFabricFallback, TocsinJobStorageStall, "
+              "TocsinJobNetworkStraggler (one node each).", "none",
+              (f'count(ALERTS{{alertstate="firing", {J}, alertname=~"TocsinJob.*"}}) or vector(0)',
+               "alerts"), w=6, h=4),
+        panel("timeseries", "GPU utilisation per node",
+              "Mean utilisation of the GPUs the job holds on each node (tocsin_pod_device_info "
+              "joined to tocsin_gpu_utilization_ratio).", "percentunit",
+              (f"tocsin:job_node_gpu_utilization:avg{{{J}}}", "{{node}}")),
+        panel("timeseries", "RDMA against Ethernet per node",
+              "Each node's RDMA rate beside its Ethernet rate: Ethernet busy while RDMA idles is "
+              "a fallback to sockets; one node far below its peers is a straggler.", "Bps",
+              (f"tocsin:job_node_rdma_bytes_per_second{{{J}}}", "{{node}} RDMA"),
+              (f"tocsin:job_node_ethernet_bytes_per_second{{{J}}}", "{{node}} Ethernet")),
+        panel("timeseries", "Storage latency per node",
+              "The storage probe's write+fsync p99 and the worst Lustre import's RPC wait on the "
+              "job's nodes: high while the GPUs drop is a storage stall.", "s",
+              (f"tocsin:job_node_storage_probe_p99_seconds{{{J}}}", "{{node}} probe p99"),
+              (f"tocsin:job_node_lustre_wait_seconds:max{{{J}}}", "{{node}} Lustre wait")),
+        panel("timeseries", "Fabric rate against the job's median",
+              "Each node's RDMA and Ethernet bytes together divided by the median of the job's "
+              "nodes: below 0.5 for 5 minutes is TocsinJobNetworkStraggler.", "percentunit",
+              (f"(tocsin:job_node_rdma_bytes_per_second{{{J}}} + "
+               f"tocsin:job_node_ethernet_bytes_per_second{{{J}}}) / on (namespace, job_name) "
+               f"group_left quantile by (namespace, job_name) (0.5, "
+               f"tocsin:job_node_rdma_bytes_per_second{{{J}}} + "
+               f"tocsin:job_node_ethernet_bytes_per_second{{{J}}})", "{{node}}")),
+        panel("table", "NCCL transport per process",
+              "Each NCCL process of the job (up to 12 per node) and the transport its inter-node "
+              "channels use.", "none",
+              (f"tocsin:job_process_nccl_transport:info{{{J}}}",
+               "{{node}} {{pod}} {{pid}} {{transport}}"), w=24),
+    ],
+}
+
+DASHBOARDS = [FLEET_FABRIC, SHARED_STORAGE, CANARIES, DRIFT, JOB_FABRIC]
+
+
+SCRAPE_VARIABLES = [
+    ("cluster", "cluster", 'label_values(up{job=~"tocsin-.*"}, cluster)'),
+    ("job", "job", 'label_values(up{job=~"tocsin-.*", cluster=~"$cluster"}, job)'),
+    ("node", "node", 'label_values(up{job=~"$job", cluster=~"$cluster"}, node)'),
+]
 
 
 def variable(name, label, query):
@@ -245,10 +316,6 @@ def grafana_json(d):
         "templating": {"list": [
             {"name": "datasource", "label": "Data source", "type": "datasource",
              "query": "prometheus", "hide": 0, "current": {}, "options": [], "refresh": 1},
-            variable("cluster", "cluster", 'label_values(up{job=~"tocsin-.*"}, cluster)'),
-            variable("job", "job", 'label_values(up{job=~"tocsin-.*", cluster=~"$cluster"}, job)'),
-            variable("node", "node",
-                     'label_values(up{job=~"$job", cluster=~"$cluster"}, node)'),
-        ]},
+        ] + [variable(*v) for v in d.get("variables", SCRAPE_VARIABLES)]},
         "panels": panels,
     }

@@ -1,0 +1,185 @@
+#include "jobview/job_view.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "jobview/catalog.h"
+#include "testing/status_matchers.h"
+
+namespace tocsin::jobview {
+namespace {
+
+constexpr double kEnd = 1700003600;  // the window: the hour before
+using NodePoints = std::map<std::string, std::vector<Point>>;
+
+std::string Matrix(const NodePoints& nodes, const std::string& extra_label = "") {
+  std::string out = R"({"status":"success","data":{"resultType":"matrix","result":[)";
+  bool first = true;
+  for (const auto& [node, points] : nodes) {
+    out += first ? "" : ",";
+    first = false;
+    out +=
+        fmt::format(R"({{"metric":{{"namespace":"ml","job_name":"llm","node":"{}"{}}},"values":[)",
+                    node, extra_label);
+    for (size_t i = 0; i < points.size(); ++i) {
+      out += fmt::format("{}[{},\"{}\"]", i ? "," : "", points[i].t, points[i].v);
+    }
+    out += "]}";
+  }
+  return out + "]}}";
+}
+
+// Every step of [from, to] at `v`.
+std::vector<Point> Flat(double v, double from = kEnd - 3600, double to = kEnd) {
+  std::vector<Point> out;
+  for (double t = from; t <= to; t += 15) out.push_back({t, v});
+  return out;
+}
+
+// A Prometheus in memory: the answer to each record's and verdict's query for job ml/llm.
+struct FakePrometheus {
+  JobOptions options;
+  std::map<std::string, std::string> answers;  // record name or check id -> body
+  std::vector<std::string> asked;
+
+  FakePrometheus() {
+    options.job = {"ml", "llm"};
+    options.until = FromUnixSeconds(static_cast<int64_t>(kEnd));
+  }
+  Fetch fetch() {
+    return [this](const std::string& path) -> Result<std::string> {
+      asked.push_back(path);
+      for (const auto& [name, body] : answers) {
+        std::string expr = name;  // a record's name, or a verdict's check id for its condition
+        for (const Verdict& v : Verdicts()) {
+          if (name == v.check) expr = v.expr;
+        }
+        if (path == RangePath(ForJob(ExpandRecords(expr), options.job), kEnd - 3600, kEnd, 15)) {
+          return body;
+        }
+      }
+      return std::string(R"({"status":"success","data":{"resultType":"matrix","result":[]}})");
+    };
+  }
+};
+
+NodePoints FourNodes(double v) {
+  NodePoints out;
+  for (int i = 1; i <= 4; ++i) out["node-" + std::to_string(i)] = Flat(v);
+  return out;
+}
+
+TEST(JobViewTest, NoPodInfoIsNotFoundNamingTheJob) {
+  FakePrometheus prom;
+  auto view = QueryJob(prom.fetch(), prom.options);
+  ASSERT_FALSE(view.ok());
+  EXPECT_EQ(view.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(view.status().message().find("job_name=\"llm\""), std::string::npos);
+  EXPECT_EQ(prom.asked.size(), 1u);  // nothing more is asked of a job that is not there
+}
+
+TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kGpuUtilization] = Matrix(FourNodes(0.9));
+  NodePoints rdma = FourNodes(1.2e10);
+  rdma["node-2"] = Flat(0);
+  prom.answers[kRdmaRate] = Matrix(rdma);
+  prom.answers[kEthernetRate] = Matrix(FourNodes(2e7));
+  prom.answers[kProcessTransport] = Matrix({{"node-2", Flat(1)}}, R"(,"transport":"Socket")");
+  prom.answers[kFabricFallback] = Matrix({{"node-2", Flat(1, kEnd - 1200)}});
+  // A storage blip on node-3 shorter than the alert's `for` (2 minutes): no verdict.
+  prom.answers[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800, kEnd - 1800 + 90)}});
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_EQ(view.step, 15);
+  EXPECT_EQ(view.queries, Records().size() + Verdicts().size());
+  ASSERT_EQ(view.nodes.size(), 4u);
+  EXPECT_EQ(view.nodes.at("node-2").transports.at("Socket"), 1u);
+  ASSERT_EQ(view.episodes.size(), 1u);
+  EXPECT_EQ(view.episodes[0].node, "node-2");
+  EXPECT_TRUE(view.episodes[0].ongoing);
+
+  Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  ASSERT_EQ(report.findings.size(), 1u);
+  const Finding& f = report.findings[0];
+  EXPECT_EQ(f.check, kFabricFallback);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.subject, "node-2");
+  EXPECT_EQ(f.since, FromUnixSeconds(static_cast<int64_t>(kEnd - 1200)));
+  EXPECT_EQ(f.evidence["alert"], "TocsinJobFabricFallback");
+  EXPECT_EQ(f.evidence["series"][kRdmaRate], 0.0);
+  EXPECT_EQ(f.evidence["ongoing"], true);
+  ASSERT_EQ(report.tables.size(), 1u);
+  const Table& t = report.tables[0];
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"node-2", "90%", "0.0 MB/s", "20.0 MB/s", "-", "-",
+                                                 "Socket x1", kFabricFallback}));
+  EXPECT_EQ(t.rows[0][2], "12.0 GB/s");
+  EXPECT_EQ(t.rows[0][7], "-");
+  EXPECT_EQ(report.inventory["nodes"]["node-2"]["nccl_transports"]["Socket"], 1);
+}
+
+TEST(JobViewTest, APastEpisodeSaysWhenItEnded) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kStorageStall] = Matrix({{"node-1", Flat(1, kEnd - 1800, kEnd - 900)}});
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].check, kStorageStall);
+  EXPECT_EQ(report.findings[0].evidence["ongoing"], false);
+  EXPECT_EQ(report.findings[0].evidence["until"],
+            FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(kEnd - 900))));
+  EXPECT_NE(report.findings[0].message.find("over since"), std::string::npos);
+}
+
+TEST(JobViewTest, SeriesOfOtherNodesOrWithoutANodeAreDroppedAndCounted) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix({{"node-1", Flat(1)}});
+  prom.answers[kRdmaRate] = Matrix({{"node-1", Flat(1)}, {"node-9", Flat(1)}});
+  prom.answers[kNetworkStraggler] = R"({"status":"success","data":{"resultType":"matrix",)"
+                                    R"("result":[{"metric":{},"values":[[1,"1"]]}]}})";
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.drops.series, 2u);
+  Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  ASSERT_FALSE(report.tables[0].notes.empty());
+  EXPECT_NE(report.tables[0].notes.back().find("2 series"), std::string::npos);
+}
+
+TEST(JobViewTest, AFailedQueryNamesItsRecord) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kLustreWait] =
+      R"({"status":"error","errorType":"timeout","error":"query timed out"})";
+  auto view = QueryJob(prom.fetch(), prom.options);
+  ASSERT_FALSE(view.ok());
+  EXPECT_NE(view.status().message().find(kLustreWait), std::string::npos);
+  EXPECT_NE(view.status().message().find("query timed out"), std::string::npos);
+
+  Fetch down = [](const std::string&) -> Result<std::string> {
+    return Status::Unavailable("GET http://prom:9090/api/v1/query_range: connection refused");
+  };
+  auto none = QueryJob(down, prom.options);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(JobViewTest, TheStepGrowsWithTheWindow) {
+  FakePrometheus prom;
+  prom.options.since = std::chrono::hours(24);
+  std::string path;
+  Fetch f = [&](const std::string& p) -> Result<std::string> {
+    path = p;
+    return Status::NotFound("stop");
+  };
+  (void)QueryJob(f, prom.options);
+  EXPECT_TRUE(path.ends_with("&step=120")) << path;
+  EXPECT_NE(path.find(fmt::format("&start={:.0f}&end={:.0f}", kEnd - 86400, kEnd)),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tocsin::jobview

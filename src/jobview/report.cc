@@ -1,0 +1,181 @@
+// JobReport: the job's nodes side by side and its verdicts, in the report contract.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/strings.h"
+#include "jobview/catalog.h"
+#include "jobview/job_view.h"
+
+namespace tocsin::jobview {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Mean (or max) of the finite points in [from, to]; NaN when there is none.
+double Reduce(const std::vector<Point>* points, double from, double to, bool max) {
+  if (points == nullptr) return kNaN;
+  double sum = 0, best = -std::numeric_limits<double>::infinity();
+  size_t n = 0;
+  for (const Point& p : *points) {
+    if (p.t < from || p.t > to || !std::isfinite(p.v)) continue;
+    sum += p.v;
+    best = std::max(best, p.v);
+    ++n;
+  }
+  if (n == 0) return kNaN;
+  return max ? best : sum / static_cast<double>(n);
+}
+
+const std::vector<Point>* Of(const NodeView& n, const char* record) {
+  auto it = n.series.find(record);
+  return it == n.series.end() ? nullptr : &it->second;
+}
+
+nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+
+std::string Rate(double bps) {
+  if (!std::isfinite(bps)) return "-";
+  if (bps >= 1e9) return fmt::format("{:.1f} GB/s", bps / 1e9);
+  return fmt::format("{:.1f} MB/s", bps / 1e6);
+}
+std::string Seconds(double s) {
+  if (!std::isfinite(s)) return "-";
+  return s >= 1 ? fmt::format("{:.2f} s", s) : fmt::format("{:.1f} ms", s * 1e3);
+}
+std::string Percent(double r) { return std::isfinite(r) ? fmt::format("{:.0f}%", r * 100) : "-"; }
+
+std::string Transports(const NodeView& n) {
+  std::vector<std::string> parts;
+  for (const auto& [t, count] : n.transports) parts.push_back(fmt::format("{} x{}", t, count));
+  return parts.empty() ? "-" : Join(parts, ", ");
+}
+
+// The node's values over [from, to]: what each column and each piece of evidence shows.
+struct Values {
+  double gpu, rdma, ethernet, storage_p99, lustre_wait, socket_processes;
+};
+Values ValuesOf(const NodeView& n, double from, double to) {
+  return {Reduce(Of(n, kGpuUtilization), from, to, false),
+          Reduce(Of(n, kRdmaRate), from, to, false),
+          Reduce(Of(n, kEthernetRate), from, to, false),
+          Reduce(Of(n, kStorageP99), from, to, true),
+          Reduce(Of(n, kLustreWait), from, to, true),
+          Reduce(Of(n, kSocketProcesses), from, to, true)};
+}
+
+nlohmann::json ToJson(const Values& v) {
+  return {{kGpuUtilization, Number(v.gpu)},     {kRdmaRate, Number(v.rdma)},
+          {kEthernetRate, Number(v.ethernet)},  {kStorageP99, Number(v.storage_p99)},
+          {kLustreWait, Number(v.lustre_wait)}, {kSocketProcesses, Number(v.socket_processes)}};
+}
+
+double Median(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+std::string Message(const Episode& e, const JobView& view, const Values& v, double peers) {
+  std::string job = view.options.job.ToString();
+  std::string when =
+      e.ongoing
+          ? ""
+          : " (over since " + FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(e.end))) + ")";
+  std::string check = e.verdict->check;
+  if (check == kFabricFallback) {
+    if (std::isfinite(v.socket_processes) && v.socket_processes > 0) {
+      return fmt::format("job {} runs NCCL over sockets on {}: {:.0f} process(es) say Socket{}",
+                         job, e.node, v.socket_processes, when);
+    }
+    return fmt::format(
+        "job {} falls back to sockets on {}: GPUs at {} while Ethernet carried {} "
+        "and RDMA {}{}",
+        job, e.node, Percent(v.gpu), Rate(v.ethernet), Rate(v.rdma), when);
+  }
+  if (check == kStorageStall) {
+    return fmt::format(
+        "job {} waits on storage on {}: GPUs at {} while the storage probe's p99 "
+        "reached {} and the Lustre wait {}{}",
+        job, e.node, Percent(v.gpu), Seconds(v.storage_p99), Seconds(v.lustre_wait), when);
+  }
+  return fmt::format("{} moves {} in job {}, under half the median of its {} nodes ({}){}", e.node,
+                     Rate(v.rdma + v.ethernet), job, view.nodes.size(), Rate(peers), when);
+}
+
+}  // namespace
+
+Report JobReport(const JobView& view, const std::string& host, TimePoint generated_at) {
+  Report report;
+  report.command = "job";
+  report.host = host;
+  report.generated_at = generated_at;
+  auto at = [](double t) { return FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(t))); };
+
+  std::map<std::string, std::vector<std::string>> verdicts_of;
+  for (const Episode& e : view.episodes) {
+    const NodeView& n = view.nodes.at(e.node);
+    Values v = ValuesOf(n, e.start, e.end);
+    std::vector<double> totals;
+    for (const auto& [name, peer] : view.nodes) {
+      Values pv = ValuesOf(peer, e.start, e.end);
+      totals.push_back(pv.rdma + pv.ethernet);
+    }
+    double peers = Median(totals);
+    Finding f;
+    f.check = e.verdict->check;
+    f.severity = e.verdict->severity;
+    f.subject = e.node;
+    f.since = FromUnixSeconds(static_cast<int64_t>(e.start));
+    f.message = Message(e, view, v, peers);
+    f.evidence = {{"job", view.options.job.ToString()},
+                  {"node", e.node},
+                  {"alert", e.verdict->alert},
+                  {"rule", e.verdict->expr},
+                  {"until", at(e.end)},
+                  {"ongoing", e.ongoing},
+                  {"episodes", e.runs},
+                  {"series", ToJson(v)}};
+    if (f.check == kNetworkStraggler) f.evidence["peers_median_bytes_per_second"] = Number(peers);
+    verdicts_of[e.node].push_back(f.check);
+    report.findings.push_back(std::move(f));
+  }
+  SortFindings(report.findings);
+
+  Table table{"JOB " + view.options.job.ToString() + " (" + at(view.start) + " to " + at(view.end) +
+                  ", step " + std::to_string(view.step) + " s)",
+              {"NODE", "GPU", "RDMA", "ETHERNET", "STORAGE P99", "LUSTRE WAIT", "NCCL TRANSPORT",
+               "VERDICT"},
+              {},
+              {"GPU, RDMA and ETHERNET: means over the window; STORAGE P99 (the probe's "
+               "write+fsync) and LUSTRE WAIT: the worst; NCCL TRANSPORT: processes seen."}};
+  nlohmann::json nodes = nlohmann::json::object();
+  for (const auto& [name, n] : view.nodes) {
+    Values v = ValuesOf(n, view.start, view.end);
+    auto verdicts = verdicts_of.find(name);
+    std::string verdict = verdicts == verdicts_of.end() ? "-" : Join(verdicts->second, ", ");
+    table.rows.push_back({name, Percent(v.gpu), Rate(v.rdma), Rate(v.ethernet),
+                          Seconds(v.storage_p99), Seconds(v.lustre_wait), Transports(n), verdict});
+    nodes[name] = {{"series", ToJson(v)}, {"nccl_transports", n.transports}};
+  }
+  if (view.drops.total() > 0) {
+    table.notes.push_back(fmt::format(
+        "Prometheus's answers held {} series and {} points that were malformed or over the "
+        "caps: left out.",
+        view.drops.series, view.drops.points));
+  }
+  report.tables.push_back(std::move(table));
+  report.inventory = {
+      {"job", view.options.job.ToString()},
+      {"window", {{"start", at(view.start)}, {"end", at(view.end)}, {"step_seconds", view.step}}},
+      {"queries", view.queries},
+      {"dropped", {{"series", view.drops.series}, {"points", view.drops.points}}},
+      {"nodes", nodes}};
+  return report;
+}
+
+}  // namespace tocsin::jobview
