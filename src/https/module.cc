@@ -171,6 +171,12 @@ class HttplibServer final : public Server {
       return StartError::kUnavailable;
     }
     thread_ = std::thread([this] { server_->listen_after_bind(); });
+    // cpp-httplib's stop() does nothing until the accept loop runs: a Stop right after Start
+    // (a SIGTERM during start-up) would wait forever. Bound and listening already, the loop
+    // starts at once; at most 5 s for a thread the system is slow to schedule.
+    for (int i = 0; i < 5000 && !server_->is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return StartError::kNone;
   }
 
@@ -192,15 +198,19 @@ extern "C" __attribute__((visibility("default"))) tocsin::https::Server* tocsin_
     const tocsin::https::ServerOptions& options, tocsin::https::StartError* error,
     std::string* message) {
   using tocsin::https::StartError;
-  if (options.port <= 0 || !options.handler) {
+  if (options.port <= 0 || !options.handler || options.max_body == 0) {
     *error = StartError::kInput;
-    *message = "an HTTPS server needs a port and a handler";
+    *message = "an HTTPS server needs a port, a handler and a body limit";
     return nullptr;
   }
   auto server = std::make_unique<tocsin::https::HttplibServer>();
   *error = server->Start(options, message);
   if (*error != StartError::kNone) return nullptr;
   return server.release();
+}
+
+extern "C" __attribute__((visibility("default"))) const char* tocsin_module_build_id() {
+  return TOCSIN_MODULE_ID;
 }
 
 static_assert(std::is_same_v<decltype(&tocsin_https_start_v1), tocsin::https::StartFn>);

@@ -2,12 +2,18 @@
 
 #include "sys/module.h"
 
+// Only a build with tests looks where the build put the module (its test binaries live in
+// other folders); a release binary looks beside itself and in ../lib/tocsin/ only.
+#ifndef TOCSIN_HTTPS_MODULE_BUILD_PATH
+#define TOCSIN_HTTPS_MODULE_BUILD_PATH ""
+#endif
+
 namespace tocsin::https {
 
 Result<std::unique_ptr<Server>> StartServer(const ServerOptions& options) {
   if (options.port <= 0) return Status::InvalidArgument("an HTTPS server needs a port");
   auto symbol = sys::LoadModuleSymbol("tocsin-https.so", TOCSIN_HTTPS_MODULE_BUILD_PATH,
-                                      kStartSymbol);
+                                      TOCSIN_MODULE_ID, kStartSymbol);
   if (!symbol.ok()) return symbol.status();
   auto start = reinterpret_cast<StartFn>(*symbol);
   StartError error = StartError::kNone;

@@ -1,10 +1,14 @@
 #include "sys/module.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <mutex>
 
 #include "base/strings.h"
@@ -26,8 +30,34 @@ std::vector<std::string> ModuleCandidates(std::string_view exe_path, std::string
   return out;
 }
 
+namespace {
+
+// Opens `path` for loading: a regular file, not a link, owned by root or the effective user,
+// not writable by group or others. -1 and *why when it is refused.
+int OpenTrusted(const std::string& path, std::string* why) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    *why = path + ": " + strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = path + " is not a regular file";
+  } else if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    *why = path + " is owned by uid " + std::to_string(st.st_uid) + ", neither root nor this user";
+  } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    *why = path + " is writable by others than its owner";
+  } else {
+    return fd;
+  }
+  close(fd);
+  return -1;
+}
+
+}  // namespace
+
 Result<void*> LoadModuleSymbol(std::string_view file, std::string_view build_path,
-                               const char* symbol) {
+                               std::string_view build_id, const char* symbol) {
   static std::mutex mu;  // dlerror's state is per thread, but one loader at a time is simpler
   std::lock_guard<std::mutex> lock(mu);
   char exe[PATH_MAX];
@@ -35,17 +65,25 @@ Result<void*> LoadModuleSymbol(std::string_view file, std::string_view build_pat
   std::string exe_path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
   std::vector<std::string> tried = ModuleCandidates(exe_path, file, build_path);
   for (const auto& path : tried) {
-    if (access(path.c_str(), R_OK) != 0) continue;
-    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (access(path.c_str(), F_OK) != 0) continue;
+    std::string why;
+    int fd = OpenTrusted(path, &why);
+    if (fd < 0) return Status::Unavailable("refusing to load " + why);
+    void* lib = dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
+    close(fd);  // the mapping stays
     if (lib == nullptr) {
       const char* err = dlerror();
       return Status::Unavailable("cannot load " + path + ": " + (err ? err : "dlopen failed"));
     }
-    void* fn = dlsym(lib, symbol);
-    if (fn == nullptr) {
-      return Status::Unavailable(path + " has no " + symbol +
-                                 " (a module from another tocsin version?)");
+    auto id_fn = reinterpret_cast<const char* (*)()>(dlsym(lib, kModuleBuildIdSymbol));
+    if (id_fn == nullptr || build_id != id_fn()) {
+      return Status::Unavailable(path + " is from another build of tocsin (its build id " +
+                                 (id_fn ? Quote(id_fn()) : std::string("is missing")) +
+                                 ", this binary's " + Quote(build_id) +
+                                 "): install the module that came with this binary");
     }
+    void* fn = dlsym(lib, symbol);
+    if (fn == nullptr) return Status::Unavailable(path + " has no " + symbol);
     return fn;
   }
   return Status::Unavailable("tocsin's module " + std::string(file) +

@@ -1,9 +1,13 @@
 #include "sys/module.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace tocsin::sys {
 namespace {
@@ -20,7 +24,7 @@ TEST(ModuleTest, LooksBesideTheBinaryThenInItsLibFolderThenTheBuild) {
 
 TEST(ModuleTest, AMissingModuleNamesEveryPlaceTried) {
   auto r = LoadModuleSymbol("tocsin-no-such-module.so", "/nonexistent/tocsin-no-such-module.so",
-                            "f");
+                            "id", "f");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("is not installed"), std::string::npos);
@@ -29,18 +33,51 @@ TEST(ModuleTest, AMissingModuleNamesEveryPlaceTried) {
             std::string::npos);
 }
 
-// libc stands in for a module: found by its build path, its symbol resolved; a symbol it lacks
-// is an error that names the file.
-TEST(ModuleTest, ResolvesASymbolAndNamesOneThatIsMissing) {
-  const char* libc = "/lib/x86_64-linux-gnu/libc.so.6";
-  if (access(libc, R_OK) != 0) GTEST_SKIP() << libc << " is not here (not Debian amd64)";
-  auto getpid_fn = LoadModuleSymbol("tocsin-no-such-module.so", libc, "getpid");
-  ASSERT_OK(getpid_fn);
-  EXPECT_EQ(reinterpret_cast<pid_t (*)()>(*getpid_fn)(), getpid());
-  auto missing = LoadModuleSymbol("tocsin-no-such-module.so", libc, "tocsin_https_start_v1");
+// A module is used only with the build id of the binary that loads it; a symbol it lacks is an
+// error naming the file.
+TEST(ModuleTest, ResolvesASymbolOfTheSameBuildOnly) {
+  auto answer = LoadModuleSymbol("tocsin-no-such-module.so", TOCSIN_TEST_MODULE,
+                                 "test-build-id", "tocsin_test_module_answer");
+  ASSERT_OK(answer);
+  EXPECT_EQ(reinterpret_cast<int (*)()>(*answer)(), 42);
+  auto missing = LoadModuleSymbol("tocsin-no-such-module.so", TOCSIN_TEST_MODULE,
+                                  "test-build-id", "tocsin_https_start_v1");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find(libc), std::string::npos);
   EXPECT_NE(missing.status().message().find("has no tocsin_https_start_v1"), std::string::npos);
+  auto other = LoadModuleSymbol("tocsin-no-such-module.so", TOCSIN_TEST_MODULE, "another-build",
+                                "tocsin_test_module_answer");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("from another build"), std::string::npos);
+  EXPECT_NE(other.status().message().find("test-build-id"), std::string::npos);
+  // A library that is not a tocsin module at all.
+  const char* libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  if (access(libc, R_OK) == 0) {
+    auto foreign = LoadModuleSymbol("tocsin-no-such-module.so", libc, "id", "getpid");
+    ASSERT_FALSE(foreign.ok());
+    EXPECT_NE(foreign.status().message().find("build id is missing"), std::string::npos);
+  }
+}
+
+// Nobody but root or this user can plant code: a module writable by others, or a symbolic
+// link, is refused before it is loaded.
+TEST(ModuleTest, RefusesAModuleOthersCouldHaveWritten) {
+  testing::ScopedTempDir dir("module-test");
+  std::string copy = dir.Path("tocsin-test.so");
+  std::filesystem::copy_file(TOCSIN_TEST_MODULE, copy);
+  chmod(copy.c_str(), 0666);
+  auto writable = LoadModuleSymbol("tocsin-no-such-module.so", copy, "test-build-id",
+                                   "tocsin_test_module_answer");
+  ASSERT_FALSE(writable.ok());
+  EXPECT_NE(writable.status().message().find("writable by others"), std::string::npos);
+  chmod(copy.c_str(), 0644);
+  std::string link = dir.Path("link.so");
+  ASSERT_EQ(symlink(copy.c_str(), link.c_str()), 0);
+  auto linked = LoadModuleSymbol("tocsin-no-such-module.so", link, "test-build-id",
+                                 "tocsin_test_module_answer");
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.status().message().find("refusing to load"), std::string::npos);
+  ASSERT_OK(LoadModuleSymbol("tocsin-no-such-module.so", copy, "test-build-id",
+                             "tocsin_test_module_answer"));
 }
 
 }  // namespace
