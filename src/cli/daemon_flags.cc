@@ -12,7 +12,7 @@ Status ParseDurationFlag(const std::string& flag, const std::string& text,
   auto d = ParseDuration(text);
   if (!d) {
     return Status::InvalidArgument(flag + ": not a duration: \"" + text +
-                                   "\" (e.g. 500ms, 15s, 2m)");
+                                   "\" (e.g. 500ms, 15s, 2m; at most 24h)");
   }
   if (d->count() <= 0) return Status::InvalidArgument(flag + ": must be more than 0");
   out = *d;

@@ -9,6 +9,7 @@
 #include "jobview/job_view.h"
 #include "jobview/prometheus.h"
 #include "jobview/svg.h"
+#include "sys/env.h"
 #include "sys/write_file.h"
 
 namespace tocsin::cli {
@@ -23,6 +24,7 @@ struct JobFlags {
   std::string step;
   std::string timeout = "10s";
   std::string plot;
+  std::string token_file, ca_file;
 };
 
 int RunJob(const JobFlags& f) {
@@ -57,6 +59,12 @@ int RunJob(const JobFlags& f) {
   jobview::PrometheusOptions po;
   po.url = f.prometheus;
   po.timeout = timeout;
+  po.token_file = f.token_file;
+  if (!f.ca_file.empty()) {
+    auto pem = ReadRegularFile(f.ca_file, 1 << 20);
+    if (!pem.ok()) return UsageError("--ca-file " + pem.status().message());
+    po.ca_pem = *pem;
+  }
   auto fetch = jobview::PrometheusFetch(po);
   if (!fetch.ok()) return UsageError(fetch.status().message());
   auto view = jobview::QueryJob(*fetch, options);
@@ -93,6 +101,11 @@ Command AddJobCommand(CLI::App& parent) {
   cmd->add_option("--plot", flags->plot,
                   "Write an SVG of GPU utilisation, RDMA and Ethernet rates and storage p99 over "
                   "time, one line per node, each verdict shaded");
+  cmd->add_option("--bearer-token-file", flags->token_file,
+                  "A file holding the bearer token Prometheus (or its proxy) wants; re-read as it "
+                  "rotates");
+  cmd->add_option("--ca-file", flags->ca_file,
+                  "PEM bundle that signs Prometheus's certificate (default: the system store)");
   flags->report.AddTo(cmd);
   return {cmd, [flags] { return RunJob(*flags); }};
 }

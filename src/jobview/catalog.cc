@@ -11,6 +11,9 @@ constexpr CheckInfo kChecks[] = {
      "the job's GPUs on a node drop while its shared storage is slow (a checkpoint that stalls)"},
     {kNetworkStraggler, Severity::kWarning, "",
      "one node of the job moves less than half the median of its peers' fabric bytes"},
+    {kDataMissing, Severity::kWarning, "",
+     "a node of the job has no GPU, RDMA or Ethernet series in the window: its verdicts cannot "
+     "be judged (an agent or a task down, no attribution)"},
 };
 
 }  // namespace

@@ -10,6 +10,8 @@ namespace tocsin::jobview {
 inline constexpr char kFabricFallback[] = "job.fabric.fallback";
 inline constexpr char kStorageStall[] = "job.storage.stall";
 inline constexpr char kNetworkStraggler[] = "job.network.straggler";
+// A node of the job without the series a verdict needs: the verdicts cannot be judged there.
+inline constexpr char kDataMissing[] = "job.data.missing";
 
 const CheckCatalog& Catalog();
 

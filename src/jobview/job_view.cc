@@ -52,6 +52,14 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
     if (!body.ok()) return body.status().WithPrefix(what);
     auto r = ParseQueryResponse(*body, o.limits);
     if (!r.ok()) return r.status().WithPrefix(what);
+    // A timestamp outside the window asked for is the server's error (or hostile): dropped and
+    // counted, so that no episode, onset or time conversion sees it.
+    const double lo = view.start - view.step, hi = view.end + view.step;
+    for (auto& series : r->series) {
+      size_t before = series.points.size();
+      std::erase_if(series.points, [&](const Point& p) { return !(p.t >= lo && p.t <= hi); });
+      r->drops.points += before - series.points.size();
+    }
     view.drops += r->drops;
     ++view.queries;
     return r;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "jobview/catalog.h"
+#include "jobview/prometheus.h"
 #include "testing/status_matchers.h"
 
 namespace tocsin::jobview {
@@ -121,9 +122,17 @@ TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
   EXPECT_EQ(report.inventory["nodes"]["node-2"]["nccl_transports"]["Socket"], 1);
 }
 
+// The three series every node needs, for all four nodes.
+void AllInputs(FakePrometheus& prom) {
+  prom.answers[kGpuUtilization] = Matrix(FourNodes(0.9));
+  prom.answers[kRdmaRate] = Matrix(FourNodes(1.2e10));
+  prom.answers[kEthernetRate] = Matrix(FourNodes(2e7));
+}
+
 TEST(JobViewTest, APastEpisodeSaysWhenItEnded) {
   FakePrometheus prom;
   prom.answers[kInfo] = Matrix(FourNodes(1));
+  AllInputs(prom);
   prom.answers[kStorageStall] = Matrix({{"node-1", Flat(1, kEnd - 1800, kEnd - 900)}});
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
@@ -133,6 +142,36 @@ TEST(JobViewTest, APastEpisodeSaysWhenItEnded) {
   EXPECT_EQ(report.findings[0].evidence["until"],
             FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(kEnd - 900))));
   EXPECT_NE(report.findings[0].message.find("over since"), std::string::npos);
+}
+
+// A node whose agent (or fabric task) is down has no series: no verdict can be judged there,
+// and the report says so instead of reading as healthy.
+TEST(JobViewTest, ANodeWithoutItsSeriesIsAFindingNotSilence) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  AllInputs(prom);
+  NodePoints rdma = FourNodes(1.2e10);
+  rdma.erase("node-3");
+  prom.answers[kRdmaRate] = Matrix(rdma);
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].check, kDataMissing);
+  EXPECT_EQ(report.findings[0].subject, "node-3");
+  EXPECT_EQ(report.findings[0].evidence["missing"], nlohmann::json::array({kRdmaRate}));
+}
+
+// Timestamps outside the window (a broken or hostile server) are dropped and counted: no
+// episode, onset or time conversion sees them.
+TEST(JobViewTest, PointsOutsideTheWindowAreDropped) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  AllInputs(prom);
+  prom.answers[kFabricFallback] =
+      Matrix({{"node-2", {{1e300, 1}, {1e300 + 1e285, 1}, {-1e300, 1}}}});
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_TRUE(view.episodes.empty());
+  EXPECT_GE(view.drops.points, 2u);
 }
 
 TEST(JobViewTest, SeriesOfOtherNodesOrWithoutANodeAreDroppedAndCounted) {
@@ -179,6 +218,25 @@ TEST(JobViewTest, TheStepGrowsWithTheWindow) {
   EXPECT_TRUE(path.ends_with("&step=120")) << path;
   EXPECT_NE(path.find(fmt::format("&start={:.0f}&end={:.0f}", kEnd - 86400, kEnd)),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace tocsin::jobview
+
+namespace tocsin::jobview {
+namespace {
+
+// Credentials in --prometheus would be printed in the report's host and in every error.
+TEST(PrometheusFetchTest, RefusesCredentialsInTheUrl) {
+  PrometheusOptions o;
+  o.url = "https://admin:s3cret@prometheus.example:9090";
+  auto f = PrometheusFetch(o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.status().message().find("s3cret"), std::string::npos);
+  EXPECT_NE(f.status().message().find("--bearer-token-file"), std::string::npos);
+  o.url = "http://prometheus.example:9090/prefix@v2";  // an '@' in the path is fine
+  EXPECT_TRUE(PrometheusFetch(o).ok());
 }
 
 }  // namespace

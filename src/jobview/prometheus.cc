@@ -7,11 +7,20 @@
 namespace tocsin::jobview {
 
 Result<Fetch> PrometheusFetch(const PrometheusOptions& options) {
+  size_t scheme = options.url.find("://");
+  size_t authority_end = options.url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (options.url.substr(0, authority_end).find('@') != std::string::npos) {
+    return Status::InvalidArgument(
+        "--prometheus: credentials in the URL would be printed in the report and in errors: "
+        "use --bearer-token-file (or a proxy that authenticates)");
+  }
   k8s::ClusterAccess access;
   access.origin = "--prometheus " + options.url;
   access.server = options.url;
   while (access.server.ends_with("/")) access.server.pop_back();
   access.token = options.bearer_token;
+  access.token_file = options.token_file;
+  access.ca_pem = options.ca_pem;
   k8s::ClientOptions co;
   co.request_timeout = options.timeout;
   co.connect_timeout = std::min(options.timeout, co.connect_timeout);

@@ -152,7 +152,9 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
                "VERDICT"},
               {},
               {"GPU, RDMA and ETHERNET: means over the window; STORAGE P99 (the probe's "
-               "write+fsync) and LUSTRE WAIT: the worst; NCCL TRANSPORT: processes seen."}};
+               "write+fsync) and LUSTRE WAIT: the worst; NCCL TRANSPORT: processes seen.",
+               "Nodes: those whose agent attributed a pod of the job (tocsin_pod_info); a node "
+               "whose agent was down the whole window is not listed."}};
   nlohmann::json nodes = nlohmann::json::object();
   for (const auto& [name, n] : view.nodes) {
     Values v = ValuesOf(n, view.start, view.end);
@@ -162,6 +164,26 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
                           Seconds(v.storage_p99), Seconds(v.lustre_wait), Transports(n), verdict});
     nodes[name] = {{"series", ToJson(v)}, {"nccl_transports", n.transports}};
   }
+  // Silence is not health: a node whose inputs are missing gets no verdict, and says why.
+  for (const auto& [name, n] : view.nodes) {
+    Values v = ValuesOf(n, view.start, view.end);
+    std::vector<std::string> missing;
+    if (!std::isfinite(v.gpu)) missing.push_back(kGpuUtilization);
+    if (!std::isfinite(v.rdma)) missing.push_back(kRdmaRate);
+    if (!std::isfinite(v.ethernet)) missing.push_back(kEthernetRate);
+    if (missing.empty()) continue;
+    Finding f;
+    f.check = kDataMissing;
+    f.severity = Severity::kWarning;
+    f.subject = name;
+    f.message = fmt::format(
+        "{} holds pods of job {} but Prometheus has no {} for it from {} to {}: its verdicts "
+        "cannot be judged (is its agent, or the task behind the series, running?)",
+        name, view.options.job.ToString(), Join(missing, ", "), at(view.start), at(view.end));
+    f.evidence = {{"job", view.options.job.ToString()}, {"node", name}, {"missing", missing}};
+    report.findings.push_back(std::move(f));
+  }
+  SortFindings(report.findings);
   if (view.drops.total() > 0) {
     table.notes.push_back(fmt::format(
         "Prometheus's answers held {} series and {} points that were malformed or over the "
