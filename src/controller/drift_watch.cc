@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "agent/families.h"
+#include "base/strings.h"
 #include "audit/plugin_config.h"
 #include "controller/log.h"
 #include "drift/catalog.h"
@@ -66,8 +67,12 @@ std::vector<Finding> JudgeDrift(const DriftInputs& inputs, const k8s::Snapshot& 
   for (const auto& [kind, error] : unreadable) {
     Finding f = UnknownFinding(drift::kInputUnreadable, "live " + kind, sides.live_source,
                                Status::Unavailable(error));
-    f.message = "tocsin cannot know whether the " + kind + " objects drifted: they cannot be " +
-                "listed (" + error + "); grant deploy/controller/drift-rbac.yaml, or accept it";
+    f.message = kind == "ConfigMap"
+                    ? "tocsin cannot know whether the device plugins' configs drifted: their "
+                      "ConfigMaps cannot be read (" + error + "); they are compared on neither side"
+                    : "tocsin cannot know whether the " + kind + " objects drifted: they cannot "
+                      "be listed (" + error + "); grant deploy/controller/drift-rbac.yaml, or "
+                      "accept it";
     out.push_back(std::move(f));
   }
   if (!baseline_error.empty()) {
@@ -151,7 +156,7 @@ class DriftWatch::Metrics : public prometheus::Collectable {
           .Add({}, seconds_);
     }
     f.Family("tocsin_controller_drift_findings_dropped",
-             "Drift findings left out at the last run (over --drift-max-findings 500).",
+             "Drift findings left out at the last run (over the cap of 500, the least severe first).",
              MetricType::Gauge)
         .Add({}, dropped_);
     return f.Take();
@@ -259,7 +264,12 @@ void DriftWatch::RunOnce() {
   auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, audit_); };
   Status st = k8s::LoadFabric(*client_, live, plugin, &load);
   if (!st.ok()) return;  // aborted: the controller stops
-  for (const std::string& e : live.load_errors) Log("drift: " + e);
+  // A device plugin's ConfigMap that could not be read (a 403, a 5xx) would read as its pools
+  // gone: the ConfigMaps are then compared on neither side, and that is said.
+  if (!live.load_errors.empty()) {
+    for (const std::string& e : live.load_errors) Log("drift: " + e);
+    load.unreadable.emplace_back("ConfigMap", Join(live.load_errors, "; "));
+  }
   std::string live_source = client_->access().server;
   std::string baseline_source = options_.baseline;
   if (!options_.live_namespace.empty()) {

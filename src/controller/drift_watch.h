@@ -35,7 +35,8 @@ struct DriftOptions {
   std::chrono::milliseconds interval{300000};  // --drift-interval
   std::vector<std::string> class_labels;       // --drift-class-label (diff's --class-label)
   size_t max_findings = 500;                   // more are counted, the least severe first
-  size_t max_baseline_bytes = size_t{512} << 20;
+  // The controller's memory limit is 512 MiB and a run holds two parsed copies at once.
+  size_t max_baseline_bytes = size_t{64} << 20;
 };
 
 bool DriftEnabled(const DriftOptions& o);

@@ -83,6 +83,16 @@ TEST(JudgeDriftTest, AKindTheLiveSideCannotReadIsComparedOnNeitherSideAndSaidSo)
                      "drift.input.unreadable live NetworkAttachmentDefinition"});
 }
 
+// A device plugin's ConfigMap whose GET failed (a 503, a 403 in one namespace) is not its pools
+// gone: the ConfigMaps are compared on neither side, and that is said.
+TEST(JudgeDriftTest, APluginConfigMapThatCannotBeReadIsNotDrift) {
+  DriftInputs in{Side("staging", "hca_a"), {}, Clock::now()};
+  k8s::Snapshot live = Side("prod", "hca_a");
+  live.configmaps.clear();
+  auto ids = Ids(Judge(in, live, {{"ConfigMap", "GET prod/rdma-devices: HTTP 503"}}));
+  EXPECT_EQ(ids, std::vector<std::string>{"drift.input.unreadable live ConfigMap"});
+}
+
 TEST(JudgeDriftTest, ABaselineThatCannotBeReadAgainKeepsItsFindings) {
   DriftInputs in{Side("staging", "hca_a"), {}, Clock::now()};
   auto findings = Judge(in, Side("prod", "hca_b"), {}, "staging.json: No such file");

@@ -96,6 +96,7 @@ void DropKind(k8s::Snapshot& s, const std::string& kind) {
   if (kind == "NetworkAttachmentDefinition") s.networks.clear();
   if (kind == "SriovNetworkNodePolicy") s.sriov_policies.clear();
   if (kind == "NicClusterPolicy") s.nic_policies.clear();
+  if (kind == "ConfigMap") s.configmaps.clear();
   std::erase_if(s.workloads, [&](const k8s::Workload& w) { return w.kind == kind; });
 }
 
