@@ -396,7 +396,9 @@ void Controller::Evaluate() {
   std::vector<Finding> findings = cache_.Read([&](const k8s::Snapshot& s) {
     audit::Options with = audit::WithPluginConfig(s, opt);
     if (admission_) admission_->SetContext(with, audit::ClusterTopologyLabel(s, with));
-    if (params_) params = policy::ParamsFrom(s, with);
+    // Not from a cache missing a plugin's ConfigMap (a failed read): the pools it declares
+    // would vanish from the params, and every job asking for them would be warned or denied.
+    if (params_ && s.load_errors.empty()) params = policy::ParamsFrom(s, with);
     return audit::Run(s, with);
   });
   if (canary_) {

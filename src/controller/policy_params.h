@@ -30,7 +30,7 @@ struct PolicyParamsOptions {
 // from what it last wrote, or the last write failed (retried after `retry`), and every
 // `reassert`. It only patches:
 // the ConfigMap comes from `tocsin policy`'s manifests, and the controller's extra right is
-// `get`/`patch` on that one name (deploy/components/policy-params). Metrics:
+// `patch` on that one name (deploy/components/policy-params). Metrics:
 // tocsin_controller_policy_params_writes_total{result="ok|error"} and
 // tocsin_controller_policy_params_synced (1 when the ConfigMap holds the current params).
 class PolicyParamsWriter {

@@ -169,7 +169,9 @@ class ChartTest(unittest.TestCase):
                           if o["metadata"].get("labels", {}).get("grafana_dashboard")])
         base_dashboards = [o for o in self.base
                            if o["metadata"].get("labels", {}).get("grafana_dashboard")]
-        self.assertEqual(len(base_dashboards), 4)
+        dashboards = os.listdir(os.path.join(ROOT, "deploy", "base", "dashboards"))
+        self.assertEqual(len(base_dashboards), len(dashboards))
+        self.assertGreaterEqual(len(dashboards), 5)
         self.assertEqual(len(objs), len(self.base) - 1 - len(base_dashboards))
 
     def test_grafana_legends_and_rule_annotations_survive(self):

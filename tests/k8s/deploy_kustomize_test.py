@@ -6,7 +6,7 @@ inside the bundle hold (ServiceAccounts, ConfigMaps, selectors, the Events Role 
 the scrape jobs are the ones the alerts select, and promtool takes the scrape config with the
 rules; exporter-only writes nothing to the API; the generated rules are up to date; the canary
 component adds exactly `--canary`, its RBAC and the namespace label; the policy-params component
-exactly `--policy-params` and get/patch on one ConfigMap.
+exactly `--policy-params` and patch on one ConfigMap.
 
     python3 tests/k8s/deploy_kustomize_test.py -v
 
@@ -466,6 +466,33 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(labels.get("pod-security.kubernetes.io/enforce"), "privileged")
         self.assertEqual(labels.get("app.kubernetes.io/part-of"), "tocsin")
 
+    def test_admission_webhook_component_serves_with_its_secret(self):
+        docs = render_with_component("admission-webhook")
+        self.assertEqual(set(docs) - set(self.plain), {
+            "Service/tocsin/tocsin-controller-admission",
+            "ValidatingWebhookConfiguration/tocsin-job-checks"})
+        self.assertEqual(self.args(docs), [
+            "controller", "--leader-elect", "--admission-listen=0.0.0.0:9443",
+            "--tls-cert-file=/etc/tocsin/admission-tls/tls.crt",
+            "--tls-private-key-file=/etc/tocsin/admission-tls/tls.key"])
+        pod = docs["Deployment/tocsin/tocsin-controller"]["spec"]["template"]["spec"]
+        [c] = pod["containers"]
+        self.assertIn({"name": "admission", "containerPort": 9443, "protocol": "TCP"}, c["ports"])
+        self.assertIn({"name": "metrics", "containerPort": 9465, "protocol": "TCP"}, c["ports"])
+        [mount] = c["volumeMounts"]
+        self.assertEqual((mount["name"], mount["mountPath"], mount["readOnly"]),
+                         ("admission-tls", "/etc/tocsin/admission-tls", True))
+        [vol] = pod["volumes"]
+        self.assertEqual(vol["secret"]["secretName"], "tocsin-controller-admission-tls")
+        # The Service selects the controller's pods on the port the flag listens on.
+        svc = docs["Service/tocsin/tocsin-controller-admission"]["spec"]
+        labels = docs["Deployment/tocsin/tocsin-controller"]["spec"]["template"]["metadata"][
+            "labels"]
+        self.assertTrue(set(svc["selector"].items()) <= set(labels.items()))
+        self.assertEqual(svc["ports"][0]["targetPort"], 9443)
+        [hook] = docs["ValidatingWebhookConfiguration/tocsin-job-checks"]["webhooks"]
+        self.assertEqual((hook["failurePolicy"], hook["timeoutSeconds"]), ("Ignore", 2))
+
     def test_policy_params_component_patches_one_configmap_only(self):
         docs = render_with_component("policy-params")
         self.assertEqual(set(docs) - set(self.plain), {
@@ -473,11 +500,11 @@ class ComponentTest(unittest.TestCase):
             "RoleBinding/tocsin/tocsin-controller-policy-params"})
         self.assertEqual(self.args(docs), ["controller", "--leader-elect",
                                            "--policy-params=tocsin/tocsin-policy-params"])
-        # The name `tocsin policy` gives its ConfigMap by default, and only get/patch on it.
+        # The name `tocsin policy` gives its ConfigMap by default, and only patch on it.
         [rule] = docs["Role/tocsin/tocsin-controller-policy-params"]["rules"]
         self.assertEqual(rule, {"apiGroups": [""], "resources": ["configmaps"],
                                 "resourceNames": ["tocsin-policy-params"],
-                                "verbs": ["get", "patch"]})
+                                "verbs": ["patch"]})
 
 
 if __name__ == "__main__":

@@ -199,6 +199,8 @@ class DriftTest(ClusterTestCase):
         c = self.cluster
         c.kubectl("create", "namespace", "tocsin", check=False)
         c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "controller", "rbac.yaml"))
+        # Another test (real_cluster_test applies every grant file) may have granted it already.
+        c.kubectl("delete", "clusterrolebinding", "tocsin-controller-drift", "--ignore-not-found")
         token = c.service_account_token("tocsin", "tocsin-controller")
         kubeconfig = c.token_kubeconfig(os.path.join(self.tmp, "sa.kubeconfig"), token)
         ctl = self.controller(kubeconfig)

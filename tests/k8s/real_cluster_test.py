@@ -216,7 +216,8 @@ INSTALL = "deploy/overlays/prometheus"
 DRY_RUN_ONLY = {
     # It would send every namespace's Job creations to a Service with no controller behind it
     # (ignored, but in every later test); admission_webhook_test registers the webhook by URL.
-    "deploy/controller/admission-webhook.yaml": "a cluster-wide webhook without its server",
+    "deploy/components/admission-webhook/admission-webhook.yaml":
+        "a cluster-wide webhook without its server",
 }
 
 
@@ -391,6 +392,7 @@ class RbacTest(ClusterTestCase):
             INSTALL, "deploy/agent/rbac-taint.yaml", "deploy/agent/rbac-proxy.yaml",
             "deploy/rbac/audit.yaml", "deploy/components/canary/canary-rbac.yaml",
             "deploy/components/policy-params/policy-params-rbac.yaml",
+            "deploy/controller/drift-rbac.yaml",
             "deploy/agent/node-restriction-policy.yaml", "deploy/examples/bench-net-indexed-job.yaml",
             "deploy/examples/bench-storage-job.yaml"})
         # (the DaemonSet was applied too; setUpClass removed it once its pods had reported)
