@@ -1,6 +1,7 @@
 #include "sys/module.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <map>
 #include <cstring>
 #include <mutex>
 
@@ -54,6 +56,23 @@ int OpenTrusted(const std::string& path, std::string* why) {
   return -1;
 }
 
+// Opens `path` (OpenTrusted) and dlopens that very descriptor. The descriptor stays open for the
+// life of the process: glibc knows a loaded object by its name, and a closed descriptor's
+// number (so its /proc/self/fd name) would be reused by the next module, which dlopen would then
+// take for this one.
+Result<void*> OpenAndLoad(const std::string& path) {
+  std::string why;
+  int fd = OpenTrusted(path, &why);
+  if (fd < 0) return Status::Unavailable("refusing to load " + why);
+  void* lib = dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    close(fd);
+    const char* err = dlerror();
+    return Status::Unavailable("cannot load " + path + ": " + (err ? err : "dlopen failed"));
+  }
+  return lib;
+}
+
 }  // namespace
 
 Result<void*> LoadModuleSymbol(std::string_view file, std::string_view build_path,
@@ -66,23 +85,36 @@ Result<void*> LoadModuleSymbol(std::string_view file, std::string_view build_pat
   std::vector<std::string> tried = ModuleCandidates(exe_path, file, build_path);
   for (const auto& path : tried) {
     if (access(path.c_str(), F_OK) != 0) continue;
-    std::string why;
-    int fd = OpenTrusted(path, &why);
-    if (fd < 0) return Status::Unavailable("refusing to load " + why);
-    void* lib = dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
-    close(fd);  // the mapping stays
+    static std::map<std::string, void*> loaded;  // each file once (one descriptor each)
+    void* lib = nullptr;
+    if (auto it = loaded.find(path); it != loaded.end()) lib = it->second;
     if (lib == nullptr) {
-      const char* err = dlerror();
-      return Status::Unavailable("cannot load " + path + ": " + (err ? err : "dlopen failed"));
+      auto opened = OpenAndLoad(path);
+      if (!opened.ok()) return opened.status();
+      lib = loaded[path] = *opened;
     }
-    auto id_fn = reinterpret_cast<const char* (*)()>(dlsym(lib, kModuleBuildIdSymbol));
+    // dlsym on a handle may answer from another object (a library loaded before, the global
+    // scope): only a symbol defined in this very file counts.
+    auto own = [lib](const char* name) -> void* {
+      void* sym = dlsym(lib, name);
+      struct link_map* mine = nullptr;
+      struct link_map* where = nullptr;
+      Dl_info info{};
+      if (sym == nullptr || dlinfo(lib, RTLD_DI_LINKMAP, &mine) != 0 ||
+          dladdr1(sym, &info, reinterpret_cast<void**>(&where), RTLD_DL_LINKMAP) == 0 ||
+          where != mine) {
+        return nullptr;
+      }
+      return sym;
+    };
+    auto id_fn = reinterpret_cast<const char* (*)()>(own(kModuleBuildIdSymbol));
     if (id_fn == nullptr || build_id != id_fn()) {
       return Status::Unavailable(path + " is from another build of tocsin (its build id " +
                                  (id_fn ? Quote(id_fn()) : std::string("is missing")) +
                                  ", this binary's " + Quote(build_id) +
                                  "): install the module that came with this binary");
     }
-    void* fn = dlsym(lib, symbol);
+    void* fn = own(symbol);
     if (fn == nullptr) return Status::Unavailable(path + " has no " + symbol);
     return fn;
   }

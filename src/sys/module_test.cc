@@ -54,8 +54,22 @@ TEST(ModuleTest, ResolvesASymbolOfTheSameBuildOnly) {
   if (access(libc, R_OK) == 0) {
     auto foreign = LoadModuleSymbol("tocsin-no-such-module.so", libc, "id", "getpid");
     ASSERT_FALSE(foreign.ok());
-    EXPECT_NE(foreign.status().message().find("build id is missing"), std::string::npos);
+    EXPECT_NE(foreign.status().message().find("build id is missing"), std::string::npos)
+        << foreign.status().message();
   }
+}
+
+// Two modules are two objects: each is loaded as itself (a module must never be taken for one
+// loaded before it, whatever names the loader gave them).
+TEST(ModuleTest, TwoModulesAreEachThemselves) {
+  auto first = LoadModuleSymbol("tocsin-no-such-module.so", TOCSIN_TEST_MODULE, "test-build-id",
+                                "tocsin_test_module_answer");
+  auto second = LoadModuleSymbol("tocsin-no-such-module.so", TOCSIN_TEST_MODULE_2,
+                                 "test-build-id", "tocsin_test_module_answer");
+  ASSERT_OK(first);
+  ASSERT_OK(second);
+  EXPECT_EQ(reinterpret_cast<int (*)()>(*first)(), 42);
+  EXPECT_EQ(reinterpret_cast<int (*)()>(*second)(), 43);
 }
 
 // Nobody but root or this user can plant code: a module writable by others, or a symbolic

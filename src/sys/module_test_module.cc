@@ -2,4 +2,9 @@
 extern "C" __attribute__((visibility("default"))) const char* tocsin_module_build_id() {
   return "test-build-id";
 }
-extern "C" __attribute__((visibility("default"))) int tocsin_test_module_answer() { return 42; }
+#ifndef TOCSIN_TEST_ANSWER
+#define TOCSIN_TEST_ANSWER 42
+#endif
+extern "C" __attribute__((visibility("default"))) int tocsin_test_module_answer() {
+  return TOCSIN_TEST_ANSWER;
+}
