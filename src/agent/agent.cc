@@ -125,6 +125,7 @@ Status Agent::Discover() {
     PodsTaskOptions p;
     p.socket_path = options_.pod_resources_socket;
     p.call_timeout = schedule("pods").timeout / 2;
+    p.self_exe = options_.self_exe;
     p.node_name = options_.kube_options.node_name;
     p.list_pods = std::move(list_pods);
     add(PodsTask(options_.root, std::move(p)), "pods");

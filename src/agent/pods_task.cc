@@ -123,7 +123,9 @@ TaskSpec PodsTask(std::function<std::unique_ptr<Env>()> new_env, PodsTaskOptions
     Families fam;
     Result<podresources::PodList> list =
         o.list_resources ? o.list_resources()
-                         : podresources::List(o.socket_path, o.call_timeout, o.limits);
+        : o.self_exe.empty()
+            ? podresources::List(o.socket_path, o.call_timeout, o.limits)
+            : podresources::ListInChild(o.self_exe, o.socket_path, o.call_timeout, o.limits);
     fam.Family("tocsin_podresources_up",
                "1 while the kubelet's PodResources socket answers List; 0: no attribution is "
                "exported (never the last one).",

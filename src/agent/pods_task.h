@@ -23,14 +23,17 @@ struct PodsTaskOptions {
   // `relist_every`.
   std::function<Result<std::vector<k8s::Pod>>()> list_pods;
   std::chrono::milliseconds relist_every{std::chrono::minutes(5)};
-  // Tests: the answer instead of the socket (null: podresources::List on socket_path).
+  // Non-empty: the call is made by a child process of this binary (podresources::ListInChild),
+  // so that the agent never maps gRPC; empty: in this process (podresources::List).
+  std::string self_exe;
+  // Tests: the answer instead of the socket (null: the above).
   std::function<Result<podresources::PodList>()> list_resources;
 };
 
 // The `pods` task: which pod holds which GPUs and RDMA devices, from the kubelet's PodResources
-// `List` (podresources::List, through the module tocsin-podresources.so, loaded only once the
-// socket exists), and which training job each pod belongs to (audit::JobName of the pod's
-// labels). Exports tocsin_pod_info, tocsin_pod_device_info, tocsin_podresources_up and
+// `List` (podresources::ListInChild: a child process loads the module tocsin-podresources.so, so
+// the agent never maps gRPC), and which training job each pod belongs to (audit::JobName of the
+// pod's labels). Exports tocsin_pod_info, tocsin_pod_device_info, tocsin_podresources_up and
 // tocsin_pod_attribution_dropped. A GPU's device-plugin ID (its UUID) becomes its PCI address by
 // the driver's /proc/driver/nvidia/gpus/<addr>/information; a PCI address (SR-IOV VFs, RDMA
 // device plugins) becomes the RDMA device under /sys/bus/pci/devices/<addr>/infiniband/. A

@@ -11,8 +11,8 @@
 
 #include "agent/agent.h"
 #include "cli/daemon_flags.h"
-#include "cli/number_flags.h"
 #include "cli/node_flags.h"
+#include "cli/number_flags.h"
 #include "cli/report_flags.h"
 #include "cli/yaml_config.h"
 #include "podresources/client.h"
@@ -28,6 +28,8 @@ struct AgentFlags {
   bool no_kube = false;
   bool no_pod_resources = false;
   std::string pod_resources_socket = podresources::kDefaultSocket;
+  std::string pod_resources_call;  // internal: the pods task's child (podresources::ListInChild)
+  int pod_resources_call_timeout_ms = 5000;
   std::string node_name, kubeconfig, context, event_namespace = "default";
   std::string request_timeout = "10s", reconcile = "10s", heartbeat = "60s";
   std::vector<std::string> intervals, timeouts;
@@ -139,6 +141,11 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
 }
 
 int RunAgent(CLI::App* cmd, const AgentFlags& f) {
+  if (!f.pod_resources_call.empty()) {
+    return podresources::RunCallChild(f.pod_resources_call,
+                                      std::chrono::milliseconds(f.pod_resources_call_timeout_ms),
+                                      stdout, stderr);
+  }
   // Step 1: load the configuration: the file's keys fill the flags not given.
   if (!f.config.empty()) {
     if (Status st = ApplyYamlConfig(cmd, f.config); !st.ok()) return UsageError(st.message());
@@ -194,6 +201,9 @@ Command AddAgentCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_flag("--no-pod-resources", f->no_pod_resources,
                 "No attribution of devices to pods (the pods task is not run)");
+  // Internal, hidden: the pods task's child process, which alone maps gRPC.
+  cmd->add_option("--pod-resources-call", f->pod_resources_call)->group("");
+  cmd->add_option("--pod-resources-call-timeout", f->pod_resources_call_timeout_ms)->group("");
   cmd->add_option("--node-name", f->node_name, "This node's name (default: $NODE_NAME)");
   cmd->add_option("--kubeconfig", f->kubeconfig,
                   "Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "base/status.h"
@@ -23,5 +24,18 @@ Result<std::string> Call(const CallOptions& options);
 // `List` on the socket, decoded and capped (ParseListResponse).
 Result<PodList> List(const std::string& socket_path, std::chrono::milliseconds timeout,
                      const Limits& limits = {});
+
+// The same call made by a child process, `self_exe agent --pod-resources-call SOCKET
+// --pod-resources-call-timeout MS` (sys::RunProcess, killed at `timeout` and a second), which
+// writes the answer's bytes to its stdout: the caller (the agent, on every node) never maps gRPC
+// (7 MiB of RSS). NotFound without a child when the socket is not there; the child's error
+// otherwise (Unavailable with its message, Timeout).
+Result<PodList> ListInChild(const std::string& self_exe, const std::string& socket_path,
+                            std::chrono::milliseconds timeout, const Limits& limits = {});
+
+// What the child runs: Call(List) on `socket_path`, the answer's bytes to `out`; its exit code
+// (0, or 1 with the reason written to `err`).
+int RunCallChild(const std::string& socket_path, std::chrono::milliseconds timeout, FILE* out,
+                 FILE* err);
 
 }  // namespace tocsin::podresources
