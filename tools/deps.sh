@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries
   libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libsimdjson-dev libcurl4-openssl-dev
   libfabric-dev
+  # agent attribution: the gRPC client of tocsin-podresources.so, and the fake kubelet of its tests
+  libgrpc++-dev python3-grpcio
   # bench net: libfabric's fi_info, namespaces and tc for the multi-node tests
   libfabric-bin iproute2
   # bench storage: the FUSE test filesystem (slow or hung on demand)

@@ -9,6 +9,7 @@
 #include "agent/collector.h"
 #include "agent/nccl_task.h"
 #include "agent/node_tasks.h"
+#include "agent/pods_task.h"
 #include "agent/probe_task.h"
 #include "gpu/inventory.h"
 #include "rdma/inventory.h"
@@ -27,7 +28,8 @@ void Log(const std::string& what) {
 std::map<std::string, Schedule> DefaultSchedules() {
   return {{"rdma", {seconds(15), seconds(5)}},           {"fabric", {seconds(10), seconds(5)}},
           {"gpu", {seconds(30), seconds(15)}},           {"storage", {seconds(30), seconds(10)}},
-          {"storage-probe", {seconds(30), seconds(20)}}, {"nccl", {seconds(30), seconds(10)}}};
+          {"storage-probe", {seconds(30), seconds(20)}}, {"nccl", {seconds(30), seconds(10)}},
+          {"pods", {seconds(30), seconds(10)}}};
 }
 
 Agent::Agent(AgentOptions options)
@@ -85,11 +87,7 @@ Status Agent::Discover() {
     p.timeout = schedule("storage-probe").timeout;
     tasks_.push_back(StorageProbeTask(p, registry_));
   }
-  for (const auto& t : tasks_) {
-    Log("task " + t.name + ": every " + std::to_string(t.interval.count()) + " ms, timeout " +
-        std::to_string(t.timeout.count()) + " ms");
-  }
-
+  std::function<Result<std::vector<k8s::Pod>>()> list_pods;
   if (options_.kube) {
     auto& node_name = options_.kube_options.node_name;
     if (node_name.empty()) {
@@ -109,7 +107,34 @@ Status Agent::Discover() {
         std::make_unique<KubeReporter>(std::move(*client), options_.kube_options),
         options_.conditions, Log);
     Log("kubernetes: node " + node_name + " via " + access->origin);
+    if (options_.pod_resources) {
+      // The pods' labels (their jobs) for the pods task: its own client (the reporter's is the
+      // Kubernetes thread's), the right the agent already has (list pods, this node's only).
+      auto pods_client = k8s::ApiClient::Create(*access, options_.client);
+      if (!pods_client.ok()) return pods_client.status();
+      std::shared_ptr<k8s::ApiClient> shared = std::move(*pods_client);
+      list_pods = [shared, node_name]() -> Result<std::vector<k8s::Pod>> {
+        k8s::Snapshot snap;
+        TOCSIN_RETURN_IF_ERROR(
+            shared->List("/api/v1/pods?fieldSelector=spec.nodeName%3D" + node_name, "Pod", snap));
+        return std::move(snap.pods);
+      };
+    }
   }
+  if (options_.pod_resources) {
+    PodsTaskOptions p;
+    p.socket_path = options_.pod_resources_socket;
+    p.call_timeout = schedule("pods").timeout / 2;
+    p.self_exe = options_.self_exe;
+    p.node_name = options_.kube_options.node_name;
+    p.list_pods = std::move(list_pods);
+    add(PodsTask(options_.root, std::move(p)), "pods");
+  }
+  for (const auto& t : tasks_) {
+    Log("task " + t.name + ": every " + std::to_string(t.interval.count()) + " ms, timeout " +
+        std::to_string(t.timeout.count()) + " ms");
+  }
+
   return Status::Ok();
 }
 

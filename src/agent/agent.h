@@ -18,6 +18,7 @@
 #include "agent/scheduler.h"
 #include "k8s/kubeconfig.h"
 #include "node/node.h"
+#include "podresources/client.h"
 #include "sys/env.h"
 
 namespace tocsin::agent {
@@ -27,7 +28,8 @@ struct Schedule {
   std::chrono::milliseconds timeout;
 };
 
-// The task names and their default schedules (rdma, fabric, gpu, storage, storage-probe, nccl).
+// The task names and their default schedules (rdma, fabric, gpu, storage, storage-probe, nccl,
+// pods).
 std::map<std::string, Schedule> DefaultSchedules();
 
 struct AgentOptions {
@@ -45,6 +47,9 @@ struct AgentOptions {
   std::chrono::milliseconds discover_timeout{10000};  // Discover's scan of the node, at most
   // The Env of Discover's scan, made on its thread (tests: one that hangs; null: NewRootedEnv).
   std::function<std::unique_ptr<Env>(const std::string& root)> discover_env;
+  // Attribution of devices to pods (the pods task): off with --no-pod-resources.
+  bool pod_resources = true;
+  std::string pod_resources_socket = podresources::kDefaultSocket;
   // Kubernetes: off with --no-kube.
   bool kube = true;
   k8s::KubeconfigOptions kubeconfig;

@@ -25,20 +25,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// "kind/namespace/name" of the job a pod belongs to; empty for pods outside a job.
-std::string JobKey(const Pod& p) {
-  if (auto* v = Label(p.labels, "training.kubeflow.org/job-name")) {
-    return "kubeflow/" + p.ns + "/" + *v;
-  }
-  if (auto* v = Label(p.labels, "jobset.sigs.k8s.io/jobset-name"))
-    return "jobset/" + p.ns + "/" + *v;
-  for (const auto& o : p.owners) {
-    if (o.kind == "Job") return "job/" + p.ns + "/" + o.name;
-  }
-  if (auto* v = Label(p.labels, "batch.kubernetes.io/job-name")) return "job/" + p.ns + "/" + *v;
-  if (auto* v = Label(p.labels, "job-name")) return "job/" + p.ns + "/" + *v;
-  return "";
-}
 
 // Whether a container of the pod asks for a non-zero quantity of a resource `wanted` accepts.
 template <typename Wanted>
@@ -311,6 +297,25 @@ Job TemplateJob(const k8s::ObjectRef& top, const Options& opt, const std::string
 }
 
 }  // namespace
+
+std::string JobKey(const Pod& p) {
+  if (auto* v = Label(p.labels, "training.kubeflow.org/job-name")) {
+    return "kubeflow/" + p.ns + "/" + *v;
+  }
+  if (auto* v = Label(p.labels, "jobset.sigs.k8s.io/jobset-name"))
+    return "jobset/" + p.ns + "/" + *v;
+  for (const auto& o : p.owners) {
+    if (o.kind == "Job") return "job/" + p.ns + "/" + o.name;
+  }
+  if (auto* v = Label(p.labels, "batch.kubernetes.io/job-name")) return "job/" + p.ns + "/" + *v;
+  if (auto* v = Label(p.labels, "job-name")) return "job/" + p.ns + "/" + *v;
+  return "";
+}
+
+std::string JobName(const Pod& p) {
+  std::string key = JobKey(p);
+  return key.empty() ? key : key.substr(key.rfind('/') + 1);
+}
 
 std::vector<Finding> CheckJobObject(const k8s::ObjectRef& top, const Options& opt,
                                     const std::string& topology_label) {

@@ -17,6 +17,12 @@ namespace tocsin::audit {
 // an MPI launcher that asks for neither a GPU nor the fabric only runs mpirun and is left out.
 // A top object (Snapshot::jobs) without pods, not finished and not owned by another is judged by
 // CheckJobObject with the cluster's topology label.
+// "kind/namespace/name" of the job a pod belongs to ("kubeflow/", "jobset/", "job/"), by the
+// training operators' and JobSet's labels, then a Job owner or the Job's labels; "" for a pod
+// outside a job. JobName: its name alone (the agent's `job_name` label).
+std::string JobKey(const k8s::Pod& p);
+std::string JobName(const k8s::Pod& p);
+
 void CheckJobs(const k8s::Snapshot& snapshot, const Options& options, std::vector<Finding>& out);
 
 // The job checks of one top object from its pod templates, before any pod exists (the audit of a

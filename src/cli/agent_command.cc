@@ -11,10 +11,11 @@
 
 #include "agent/agent.h"
 #include "cli/daemon_flags.h"
-#include "cli/number_flags.h"
 #include "cli/node_flags.h"
+#include "cli/number_flags.h"
 #include "cli/report_flags.h"
 #include "cli/yaml_config.h"
+#include "podresources/client.h"
 #include "sys/env.h"
 
 namespace tocsin::cli {
@@ -25,6 +26,10 @@ struct AgentFlags {
   std::string root = "/";
   std::string listen = "0.0.0.0:9464";
   bool no_kube = false;
+  bool no_pod_resources = false;
+  std::string pod_resources_socket = podresources::kDefaultSocket;
+  std::string pod_resources_call;  // internal: the pods task's child (podresources::ListInChild)
+  int pod_resources_call_timeout_ms = 5000;
   std::string node_name, kubeconfig, context, event_namespace = "default";
   std::string request_timeout = "10s", reconcile = "10s", heartbeat = "60s";
   std::vector<std::string> intervals, timeouts;
@@ -114,6 +119,8 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
   o.fabric.rdma_idle_below_bps = f.fabric_idle_below;
   o.fabric.tcp_busy_above_bps = f.tcp_busy_above;
   o.kube = !f.no_kube;
+  o.pod_resources = !f.no_pod_resources && !f.pod_resources_socket.empty();
+  o.pod_resources_socket = f.pod_resources_socket;
   o.kubeconfig = {f.kubeconfig, f.context};
   if (Status s = Duration("--request-timeout", f.request_timeout, o.client.request_timeout);
       !s.ok()) {
@@ -134,6 +141,11 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
 }
 
 int RunAgent(CLI::App* cmd, const AgentFlags& f) {
+  if (!f.pod_resources_call.empty()) {
+    return podresources::RunCallChild(f.pod_resources_call,
+                                      std::chrono::milliseconds(f.pod_resources_call_timeout_ms),
+                                      stdout, stderr);
+  }
   // Step 1: load the configuration: the file's keys fill the flags not given.
   if (!f.config.empty()) {
     if (Status st = ApplyYamlConfig(cmd, f.config); !st.ok()) return UsageError(st.message());
@@ -183,6 +195,15 @@ Command AddAgentCommand(CLI::App& parent) {
   cmd->add_option("--listen", f->listen, "HOST:PORT of /metrics, /healthz, /readyz")
       ->capture_default_str();
   cmd->add_flag("--no-kube", f->no_kube, "A plain exporter: no NodeConditions, Events or taints");
+  cmd->add_option("--pod-resources-socket", f->pod_resources_socket,
+                  "The kubelet's PodResources socket: which pod holds which GPUs and RDMA "
+                  "devices (the pods task; a path in the agent's own filesystem)")
+      ->capture_default_str();
+  cmd->add_flag("--no-pod-resources", f->no_pod_resources,
+                "No attribution of devices to pods (the pods task is not run)");
+  // Internal, hidden: the pods task's child process, which alone maps gRPC.
+  cmd->add_option("--pod-resources-call", f->pod_resources_call)->group("");
+  cmd->add_option("--pod-resources-call-timeout", f->pod_resources_call_timeout_ms)->group("");
   cmd->add_option("--node-name", f->node_name, "This node's name (default: $NODE_NAME)");
   cmd->add_option("--kubeconfig", f->kubeconfig,
                   "Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");

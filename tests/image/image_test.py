@@ -138,16 +138,19 @@ class ImageTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, err)
         self.assertEqual(out.strip(), f"tocsin {project_version()}")
 
-    def test_https_module_and_what_it_links_are_in_the_image(self):
-        """The admission webhook's module sits where /usr/local/bin/tocsin looks for it
-        (../lib/tocsin/), and the image's own dynamic loader resolves every library it links."""
-        module = "/usr/local/lib/tocsin/tocsin-https.so"
-        self.assertTrue(os.path.isfile(os.path.join(self.rootfs, module.lstrip("/"))))
-        r = subprocess.run(["chroot", self.rootfs, "/lib64/ld-linux-x86-64.so.2", "--list", module],
-                           capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertNotIn("not found", r.stdout)
-        self.assertIn("libssl.so.3", r.stdout)
+    def test_modules_and_what_they_link_are_in_the_image(self):
+        """The admission webhook's and the agent's attribution modules sit where
+        /usr/local/bin/tocsin looks for them (../lib/tocsin/), and the image's own dynamic loader
+        resolves every library they link."""
+        for name, lib in (("tocsin-https.so", "libssl.so.3"),
+                          ("tocsin-podresources.so", "libgrpc++_unsecure.so")):
+            module = "/usr/local/lib/tocsin/" + name
+            self.assertTrue(os.path.isfile(os.path.join(self.rootfs, module.lstrip("/"))), name)
+            r = subprocess.run(["chroot", self.rootfs, "/lib64/ld-linux-x86-64.so.2", "--list",
+                                module], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("not found", r.stdout)
+            self.assertIn(lib, r.stdout)
 
     def test_agent_serves_metrics_of_a_fixture_node(self):
         p = self.run_in_image(["agent", "--no-kube", "--root", "/fixture", "--listen",

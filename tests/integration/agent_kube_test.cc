@@ -14,6 +14,7 @@
 
 #include "agent_process.h"
 #include "run_binary.h"
+#include "testing/fake_kubelet.h"
 
 namespace tocsin {
 namespace {
@@ -193,6 +194,41 @@ TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
   EXPECT_EQ(Condition("RDMAFabricDegraded")["lastTransitionTime"], kept);
   EXPECT_EQ(Events().size(), 2u);
   fs::remove_all(root);
+}
+
+// Issue 20: the job a pod belongs to, from the pod's labels (the list of this node's pods the
+// agent may already read), joined to what the kubelet's PodResources says the pod holds.
+TEST_F(AgentKubeTest, PodsAreNamedByTheJobTheirLabelsSay) {
+  std::string answer = dir_ + "/answer.json";
+  std::ofstream(answer) << R"({"pods": [
+      {"namespace": "ml", "name": "llama-pt-master-0", "containers": [{"name": "pytorch",
+        "devices": [{"resource": "rdma/hca_shared_devices_a", "ids": ["0000:05:00.0"]}]}]},
+      {"namespace": "kube-system", "name": "rdma-shared-dp-ds-de-01", "containers": []}]})";
+  std::string socket = dir_ + "/kubelet.sock";
+  ::tocsin::testing::FakeKubelet kubelet(socket, answer);
+  ASSERT_TRUE(kubelet.ok()) << kubelet.error();
+  AgentProcess a({"--root", kNodes + "ib-healthy", "--listen", "127.0.0.1:0", "--kubeconfig",
+                  kubeconfig_, "--pod-resources-socket", socket},
+                 {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+  ASSERT_GT(a.port(), 0) << a.err();
+  const std::string info =
+      "tocsin_pod_info{namespace=\"ml\",pod=\"llama-pt-master-0\",job_name=\"llama-pt\","
+      "node=\"gpu-node-01\"}";
+  std::string text;
+  ASSERT_TRUE(a.WaitForMetrics([&](const std::string& t) { return MetricValue(t, info) == 1; },
+                               seconds(20), &text))
+      << text << a.err() << Log();
+  EXPECT_EQ(MetricValue(text, "tocsin_pod_device_info{namespace=\"ml\",pod=\"llama-pt-master-0\","
+                              "device_kind=\"rdma\",device=\"mlx5_0\"}"),
+            1)
+      << text;
+  // The device plugin's pod belongs to no job: no tocsin_pod_info.
+  EXPECT_EQ(text.find("pod=\"rdma-shared-dp-ds-de-01\",job_name"), std::string::npos) << text;
+  EXPECT_EQ(MetricValue(text, "tocsin_pod_attribution_dropped{what=\"unlabelled\"}"), 0) << text;
+  // Only this node's pods were asked for (the right deploy/agent already grants).
+  EXPECT_NE(Log().find("GET /api/v1/pods?fieldSelector=spec.nodeName%3Dgpu-node-01"),
+            std::string::npos)
+      << Log();
 }
 
 TEST_F(AgentKubeTest, AMissingNodeNameOrUnknownNodeIsClear) {

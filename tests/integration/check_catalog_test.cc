@@ -21,6 +21,7 @@
 #include "agent/conditions.h"
 #include "agent/fabric.h"
 #include "agent/nccl_task.h"
+#include "agent/pods_task.h"
 #include "agent/node_tasks.h"
 #include "agent/probe_task.h"
 #include "audit/catalog.h"
@@ -181,6 +182,7 @@ TEST(CheckCatalogTest, AgentTasksListCataloguedIdsAsTheDocsSay) {
   tasks.push_back(agent::GpuTask("/nonexistent", node));
   tasks.push_back(agent::StorageTask("/nonexistent", node));
   tasks.push_back(agent::NcclLogTask("/nonexistent"));
+  tasks.push_back(agent::PodsTask("/nonexistent", {}));
   tasks.push_back(agent::StorageProbeTask(probe, std::make_shared<prometheus::Registry>()));
 
   std::string readme = ReadText(kSource / "README.md");

@@ -4,7 +4,7 @@
 # mirror, without a Docker engine:
 #   1. the Debian packages that hold the libraries the release binary and its modules link (ldd)
 #      or dlopen (libcurl: src/k8s/curl_api.cc; libfabric: src/bench/transport_fabric.cc; the
-#      module tocsin-https.so: cpp-httplib and OpenSSL), at the versions
+#      modules tocsin-https.so: cpp-httplib and OpenSSL; tocsin-podresources.so: gRPC), at the versions
 #      installed here, which the binary was built against;
 #   2. mmdebstrap --variant=extract unpacks them (no maintainer scripts, so no shell is needed),
 #      cached in $TOCSIN_CACHE/image by the package list;
@@ -23,7 +23,7 @@ SUITE=bookworm
 
 # tocsin's own modules (sys/module.h), beside the binary in a build tree; installed in
 # /usr/local/lib/tocsin/, where /usr/local/bin/tocsin looks for them.
-MODULES=("$(dirname "$BINARY")/tocsin-https.so")
+MODULES=("$(dirname "$BINARY")/tocsin-https.so" "$(dirname "$BINARY")/tocsin-podresources.so")
 [ -x "$BINARY" ] || { echo "image: no binary at $BINARY (make build)" >&2; exit 2; }
 for m in "${MODULES[@]}"; do
   [ -f "$m" ] || { echo "image: no module at $m (make build)" >&2; exit 2; }

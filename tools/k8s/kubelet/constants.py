@@ -18,6 +18,9 @@ API_TIMEOUT = 15.0
 MAX_GRACE = 30
 KUBELET_PORT = 10250
 POD_LOG_ROOT = "/var/log/pods"  # hostPath volumes of it get the node's own (see Volumes.prepare)
+# The folder of the kubelet's PodResources socket: hostPath volumes of it get the node's own, an
+# empty folder (this kubelet serves no PodResources: the agent's attribution reports it down).
+POD_RESOURCES_ROOT = "/var/lib/kubelet/pod-resources"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 CLONE_NEWNS = 0x00020000

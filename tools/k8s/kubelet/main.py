@@ -76,6 +76,11 @@ class Kubelet:
         os.makedirs(d, exist_ok=True)
         return d
 
+    def pod_resources_root(self, node):
+        d = os.path.join(self.state, "pod-resources", node)
+        os.makedirs(d, exist_ok=True)
+        return d
+
     def link_pod_logs(self, w):
         """NS_POD_UID in the node's pod-log root points at the pod's logs folder."""
         link = os.path.join(self.pod_log_root(w.node.name), "%s_%s_%s" % (w.ns, w.name, w.uid))

@@ -5,7 +5,7 @@ import base64
 import os
 
 from .api import ApiError
-from .constants import POD_LOG_ROOT
+from .constants import POD_LOG_ROOT, POD_RESOURCES_ROOT
 from .env import field_ref, resource_field
 
 
@@ -28,6 +28,9 @@ class Volumes:
                     # The node's /var/log/pods is this kubelet's, per node, in the kubelet's layout
                     # (NS_POD_UID/CONTAINER/N.log in the CRI format), not the host's.
                     w.volume_dirs[name] = self.k.pod_log_root(w.node.name)
+                    continue
+                if os.path.normpath(path) == POD_RESOURCES_ROOT:
+                    w.volume_dirs[name] = self.k.pod_resources_root(w.node.name)
                     continue
                 if kind == "DirectoryOrCreate" and self.k.root:
                     os.makedirs(path, exist_ok=True)
