@@ -19,7 +19,6 @@
 #include "agent_process.h"
 #include "run_binary.h"
 #include "slowfs.h"
-#include "testing/fake_kubelet.h"
 
 namespace tocsin {
 namespace {
@@ -28,6 +27,8 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::AgentProcess;
+using testing::Base;
+using testing::Ready;
 using testing::CopyFixtureNode;
 using testing::MetricValue;
 using testing::RunBinary;
@@ -40,20 +41,6 @@ using SteadyClock = std::chrono::steady_clock;
 const std::string kSource = TOCSIN_SOURCE_DIR;
 const std::string kNodes = kSource + "/testdata/nodes/";
 const std::string kPort2 = "/sys/class/infiniband/mlx5_1/ports/1";
-
-std::vector<std::string> Base(const std::string& root, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--no-kube", "--root", root, "--listen", "127.0.0.1:0"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-bool Ready(const AgentProcess& a) {
-  for (int i = 0; i < 600; ++i) {
-    if (a.Get("/readyz").first == 200) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return false;
-}
 
 TEST(AgentCliTest, ServesCleanMetricsWithTheFixtureValues) {
   AgentProcess a(Base(kNodes + "ib-healthy", {"--nvml-library", FAKE_NVML}));
@@ -144,107 +131,6 @@ int Threads(int pid) {
 
 // A wedged GPU driver (NVML never returns): gpu.nvml fails with status timeout, the gpu task
 // keeps running on time, and the agent asks NVML once rather than piling up a thread per run.
-std::string Maps(const AgentProcess& a) {
-  std::ifstream in("/proc/" + std::to_string(a.pid()) + "/maps");
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The agent runs on every node: the TLS stack (OpenSSL, cpp-httplib: the admission webhook's
-// module), libcurl (the Kubernetes writes, off here) and gRPC (the PodResources module, which
-// only the pods task's child process loads) are never mapped.
-TEST(AgentCliTest, AnAgentWithoutKubernetesWritesMapsNoTlsStack) {
-  for (bool attribution : {true, false}) {
-    AgentProcess a(Base(kNodes + "ib-healthy",
-                        attribution ? std::vector<std::string>{"--nvml-library", FAKE_NVML,
-                                                               "--pod-resources-socket",
-                                                               "/nonexistent/kubelet.sock"}
-                                    : std::vector<std::string>{"--nvml-library", FAKE_NVML,
-                                                               "--no-pod-resources"}));
-    ASSERT_GT(a.port(), 0) << a.err();
-    ASSERT_TRUE(Ready(a)) << a.err();
-    std::string maps = Maps(a);
-    ASSERT_NE(maps.find("tocsin"), std::string::npos) << "not the agent's maps";
-    for (const char* lib : {"libssl", "libcrypto", "libcpp-httplib", "tocsin-https", "libcurl",
-                            "libgrpc", "libabsl", "tocsin-podresources", "libprotobuf"}) {
-      EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped by the agent";
-    }
-    std::string text = a.Get("/metrics").second;
-    if (attribution) {
-      EXPECT_EQ(MetricValue(text, "tocsin_podresources_up"), 0) << text;
-    } else {
-      EXPECT_EQ(text.find("tocsin_podresources_up"), std::string::npos) << text;
-    }
-  }
-}
-
-// Issue 20: which pod holds which GPUs and RDMA devices, from the kubelet's PodResources socket
-// (a fake kubelet over gRPC): GPUs by the PCI address the gpu task names them by, RDMA devices
-// (an SR-IOV VF too) by their device; a hostile answer capped and counted; the socket gone, up 0
-// and no attribution left behind.
-TEST(AgentCliTest, PodResourcesAttributeDevicesToPodsUntilTheSocketGoes) {
-  std::string root = CopyFixtureNode("ib-healthy");
-  auto put = [](const std::string& path, const std::string& text) {
-    fs::create_directories(fs::path(path).parent_path());
-    WriteFile(path, text);
-  };
-  for (const char* gpu : {"0000:03:00.0", "0000:04:00.0"}) {
-    put(root + "/proc/driver/nvidia/gpus/" + gpu + "/information",
-              std::string("Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-fake-") + gpu +
-                  "\nBus Location: \t " + gpu + "\n");
-  }
-  put(root + "/sys/bus/pci/devices/0000:05:00.2/infiniband/mlx5_4/node_type", "1: CA\n");
-  std::string answer = root + "/answer.json";
-  WriteFile(answer, R"({"pods": [{"namespace": "ml", "name": "llm-0", "containers": [
-      {"name": "trainer", "devices": [
-        {"resource": "nvidia.com/gpu", "ids": ["GPU-fake-0000:03:00.0", "GPU-fake-0000:04:00.0"]},
-        {"resource": "nvidia.com/sriov_rdma", "ids": ["0000:05:00.2"]},
-        {"resource": "rdma/hca_shared_devices_a", "ids": ["0000:45:00.0"]}]}]}],
-    "synth_pods": 300, "synth_devices": 2, "long": 400})");
-  std::string socket = root + "/kubelet.sock";
-  ::tocsin::testing::FakeKubelet kubelet(socket, answer);
-  ASSERT_TRUE(kubelet.ok()) << kubelet.error();
-
-  AgentProcess a(Base(root, {"--nvml-library", FAKE_NVML, "--pod-resources-socket", socket,
-                             "--interval", "pods=4s", "--timeout", "pods=4s"}));
-  ASSERT_GT(a.port(), 0) << a.err();
-  std::string text;
-  ASSERT_TRUE(a.WaitForMetrics(
-      [&](const std::string& t) { return MetricValue(t, "tocsin_podresources_up") == 1; },
-      seconds(20), &text))
-      << text << a.err();
-  for (std::string device :
-       {"device_kind=\"gpu\",device=\"0000:03:00.0\"", "device_kind=\"gpu\",device=\"0000:04:00.0\"",
-        "device_kind=\"rdma\",device=\"mlx5_4\"", "device_kind=\"rdma\",device=\"mlx5_1\""}) {
-    EXPECT_EQ(MetricValue(text, "tocsin_pod_device_info{namespace=\"ml\",pod=\"llm-0\"," + device +
-                                    "}"),
-              1)
-        << device << "\n" << text;
-  }
-  // The GPUs' names are the gpu task's own: the join in PromQL holds.
-  EXPECT_NE(text.find("tocsin_gpu_info{gpu=\"0000:03:00.0\""), std::string::npos) << text;
-  // 301 pods and a 400-character name: 256 kept, the rest counted.
-  EXPECT_EQ(MetricValue(text, "tocsin_pod_attribution_dropped{what=\"pods\"}"), 301 - 256 + 1)
-      << text;
-  EXPECT_EQ(text.find(std::string(300, 'x')), std::string::npos);
-  // Without Kubernetes no pod's labels are known: no job is named.
-  EXPECT_EQ(text.find("tocsin_pod_info{"), std::string::npos) << text;
-  // The call was a child's (tocsin agent --pod-resources-call): the agent maps no gRPC at all.
-  std::string maps = Maps(a);
-  for (const char* lib : {"libgrpc", "libabsl", "tocsin-podresources"}) {
-    EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped by the agent";
-  }
-
-  kubelet.Stop();
-  ASSERT_TRUE(a.WaitForMetrics(
-      [&](const std::string& t) { return MetricValue(t, "tocsin_podresources_up") == 0; },
-      seconds(20), &text))
-      << text << a.err();
-  EXPECT_EQ(text.find("tocsin_pod_device_info{"), std::string::npos) << text;
-  EXPECT_EQ(MetricValue(text, "tocsin_task_runs_total{task=\"pods\",outcome=\"error\"}"), 0)
-      << text;
-  fs::remove_all(root);
-}
-
 TEST(AgentCliTest, AWedgedNvmlIsReportedOnceWithoutPilingUpThreads) {
   AgentProcess a(Base(kNodes + "ib-healthy", {"--nvml-library", FAKE_NVML, "--nvml-timeout", "0.2",
                                               "--interval", "gpu=300ms"}),

@@ -148,4 +148,18 @@ double MetricValue(const std::string& text, const std::string& series) {
   return std::nan("");
 }
 
+std::vector<std::string> Base(const std::string& root, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"--no-kube", "--root", root, "--listen", "127.0.0.1:0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+bool Ready(const AgentProcess& a) {
+  for (int i = 0; i < 600; ++i) {
+    if (a.Get("/readyz").first == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 }  // namespace tocsin::testing

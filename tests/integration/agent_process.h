@@ -64,4 +64,10 @@ void WriteFile(const std::string& path, const std::string& text);
 // printed); NaN when absent.
 double MetricValue(const std::string& text, const std::string& series);
 
+// The arguments of an agent on the fixture node `root` without Kubernetes, on a free port, then
+// `extra`.
+std::vector<std::string> Base(const std::string& root, std::vector<std::string> extra = {});
+// Polls /readyz until it answers 200 (at most 30 s).
+bool Ready(const AgentProcess& a);
+
 }  // namespace tocsin::testing
