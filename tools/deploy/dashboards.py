@@ -171,7 +171,7 @@ DRIFT = {
         panel("stat", "Drift errors",
               "Compared items that differ where jobs break: RDMA resource names or counts, the "
               "device plugin, network attachments, NCCL settings that disable the fabric "
-              "(TocsinFabricDrift after 10 minutes).", "none",
+              "(TocsinFabricDrift after a minute).", "none",
               (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"drift[.].*", '
                'severity=~"error|critical"}) == 1) or vector(0)', "errors"), w=6, h=4),
         panel("stat", "Drift warnings",
