@@ -71,7 +71,7 @@ std::vector<Finding> JudgeDrift(const DriftInputs& inputs, const k8s::Snapshot& 
                     ? "tocsin cannot know whether the device plugins' configs drifted: their "
                       "ConfigMaps cannot be read (" + error + "); they are compared on neither side"
                     : "tocsin cannot know whether the " + kind + " objects drifted: they cannot "
-                      "be listed (" + error + "); grant deploy/controller/drift-rbac.yaml, or "
+                      "be listed (" + error + "); grant deploy/components/drift/drift-rbac.yaml, or "
                       "accept it";
     out.push_back(std::move(f));
   }

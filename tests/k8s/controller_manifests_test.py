@@ -197,7 +197,7 @@ class CanaryRbacTest(unittest.TestCase):
         self.assertFalse(pc["globalDefault"])
 
 
-# drift-rbac.yaml: what `--drift-baseline` may add (opt-in, not in the kustomization): list only,
+# drift-rbac.yaml: what `--drift-baseline` may add (opt-in: deploy/components/drift): list only,
 # of the kinds the controller does not already watch.
 DRIFT_ROLE = "ClusterRole/tocsin-controller-drift"
 EXPECTED_DRIFT_RIGHTS = {
@@ -210,7 +210,7 @@ EXPECTED_DRIFT_RIGHTS = {
 
 class DriftRbacTest(unittest.TestCase):
     def test_list_only_of_what_the_informers_do_not_hold_and_opt_in(self):
-        with open(os.path.join(DEPLOY, "drift-rbac.yaml")) as f:
+        with open(os.path.join(DEPLOY, "..", "components", "drift", "drift-rbac.yaml")) as f:
             docs = {key(d): d for d in yaml.safe_load_all(f) if d}
         self.assertEqual(set(docs), {DRIFT_ROLE, "ClusterRoleBinding/tocsin-controller-drift"})
         self.assertEqual(rights(DRIFT_ROLE, docs[DRIFT_ROLE]), EXPECTED_DRIFT_RIGHTS)

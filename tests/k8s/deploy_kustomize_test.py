@@ -6,7 +6,8 @@ inside the bundle hold (ServiceAccounts, ConfigMaps, selectors, the Events Role 
 the scrape jobs are the ones the alerts select, and promtool takes the scrape config with the
 rules; exporter-only writes nothing to the API; the generated rules are up to date; the canary
 component adds exactly `--canary`, its RBAC and the namespace label; the policy-params component
-exactly `--policy-params` and patch on one ConfigMap.
+exactly `--policy-params` and patch on one ConfigMap; the drift component `--drift-baseline`, its
+ConfigMap's mount and list-only rights.
 
     python3 tests/k8s/deploy_kustomize_test.py -v
 
@@ -505,6 +506,23 @@ class ComponentTest(unittest.TestCase):
         self.assertEqual(rule, {"apiGroups": [""], "resources": ["configmaps"],
                                 "resourceNames": ["tocsin-policy-params"],
                                 "verbs": ["patch"]})
+
+    def test_drift_component_mounts_the_baseline_and_grants_the_lists(self):
+        docs = render_with_component("drift")
+        self.assertEqual(set(docs) - set(self.plain), {
+            "ClusterRole/tocsin-controller-drift", "ClusterRoleBinding/tocsin-controller-drift"})
+        self.assertEqual(self.args(docs), ["controller", "--leader-elect",
+                                           "--drift-baseline=/etc/tocsin/drift/baseline.json"])
+        pod = docs["Deployment/tocsin/tocsin-controller"]["spec"]["template"]["spec"]
+        [c] = pod["containers"]
+        [mount] = c["volumeMounts"]
+        self.assertEqual((mount["name"], mount["mountPath"], mount["readOnly"]),
+                         ("drift-baseline", "/etc/tocsin/drift", True))
+        [vol] = pod["volumes"]
+        self.assertEqual(vol["configMap"]["name"], "tocsin-drift-baseline")
+        # List only: drift never writes.
+        for rule in docs["ClusterRole/tocsin-controller-drift"]["rules"]:
+            self.assertEqual(rule["verbs"], ["list"])
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class DriftTest(ClusterTestCase):
             for ns in (STAGING, PROD):
                 c.kubectl("delete", "namespace", ns, "--wait=false", check=False)
             c.kubectl("delete", "crd", NAD_CRD, "--wait=false", check=False)
-            c.kubectl("delete", "-f", os.path.join(SOURCE, "deploy", "controller", "drift-rbac.yaml"),
+            c.kubectl("delete", "-f", os.path.join(SOURCE, "deploy", "components", "drift", "drift-rbac.yaml"),
                       "--ignore-not-found", check=False)
         shutil.rmtree(getattr(cls, "tmp", ""), ignore_errors=True)
 
@@ -212,7 +212,7 @@ class DriftTest(ClusterTestCase):
         self.assertIn(("drift.rdma.resource", "pool rdma/hca_prod"), found)
         self.assertIn(("drift.input.unreadable", "live CronJob"), found)
         # With the opt-in ClusterRole: the network is compared, nothing is unreadable.
-        c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "controller", "drift-rbac.yaml"))
+        c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "components", "drift", "drift-rbac.yaml"))
         c.wait_for(lambda: ("drift.network.attachment", "network rdma-net: mtu") in
                    self.drift_findings(ctl) and not any(
                        k[0] == "drift.input.unreadable" for k in self.drift_findings(ctl)),

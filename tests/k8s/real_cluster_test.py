@@ -392,7 +392,7 @@ class RbacTest(ClusterTestCase):
             INSTALL, "deploy/agent/rbac-taint.yaml", "deploy/agent/rbac-proxy.yaml",
             "deploy/rbac/audit.yaml", "deploy/components/canary/canary-rbac.yaml",
             "deploy/components/policy-params/policy-params-rbac.yaml",
-            "deploy/controller/drift-rbac.yaml",
+            "deploy/components/drift/drift-rbac.yaml",
             "deploy/agent/node-restriction-policy.yaml", "deploy/examples/bench-net-indexed-job.yaml",
             "deploy/examples/bench-storage-job.yaml"})
         # (the DaemonSet was applied too; setUpClass removed it once its pods had reported)
