@@ -11,6 +11,9 @@ attribution series of issue 20 part 1 (tocsin_pod_info, tocsin_pod_device_info).
                                               writes E2E (four 4-node jobs in one cluster, 90
                                               minutes at 15 s ending at UNIX) as OpenMetrics for
                                               `promtool tsdb create-blocks-from openmetrics`
+  python3 tools/make_job_fixtures.py --openmetrics FILE --end UNIX --scale-nodes 512 [--hours 24]
+                                              [--interval 60]: one job of 512 nodes instead
+                                              (bench/job_view.py)
 
 Deterministic: the same arguments give the same bytes.
 """
@@ -289,7 +292,11 @@ def promtool_tests():
 # minutes from the start: a rank on sockets from minute 40 on, a checkpoint stall from 50 to 65
 # (over before the end), a straggler from minute 45 on, a healthy job.
 E2E = [
-    ("fallback", (40, 91), {f"fb-{i}": Node() for i in range(1, 5)},
+    # As a ring with one rank on sockets runs: the whole job slows to the socket's pace (every
+    # node's GPUs wait, RDMA at half), fb-2's Ethernet carries its socket rank's share.
+    ("fallback", (40, 91),
+     with_nodes({f"fb-{i}": Node(gpu=(GPU, 0.41), rdma=(RDMA, 6e9)) for i in range(1, 5)},
+                **{"fb-2": Node(gpu=(GPU, 0.38), rdma=(RDMA, 3.1e9), eth=(ETH, 1.1e9))}),
      job_pods("fallback", ["fb-1", "fb-3", "fb-4"]) +
      [Pod("fallback", "fb-2", transports=("IB", "Socket"))]),
     ("ckpt", (50, 65), {f"ck-{i}": Node(gpu=(GPU, 0.1), rdma=(RDMA, 1e7), slow_probe=(False, True))
@@ -303,11 +310,13 @@ E2E = [
 ]
 
 
-def openmetrics(end):
-    start = end - 90 * 60
-    times = list(range(0, 90 * 60 + 1, 15))
+def openmetrics(end, jobs=None, minutes=90, interval=15):
+    """`jobs` (default E2E) as OpenMetrics text: `minutes` of samples every `interval` seconds
+    ending at `end`."""
+    start = end - minutes * 60
+    times = list(range(0, minutes * 60 + 1, interval))
     families = {}
-    for _, fault, nodes, pods in E2E:
+    for _, fault, nodes, pods in E2E if jobs is None else jobs:
         faulted = lambda t, f=fault: f[0] * 60 <= t < f[1] * 60
         for (metric, labels), values in series(nodes, pods, times, faulted).items():
             families.setdefault(metric, []).append((labels, values))
@@ -322,17 +331,37 @@ def openmetrics(end):
     return "".join(out)
 
 
+def scaled(nodes):
+    """bench/job_view.py's job: `nodes` nodes of job ml/llm, one of them a straggler for the last
+    quarter of the window (minutes are filled in by the caller's window)."""
+    names_ = names(nodes)
+    specs = {n: Node() for n in names_}
+    specs[names_[-1]] = Node(rdma=(RDMA, 2e9))
+    return [("llm", None, specs, job_pods("llm", names_))]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--openmetrics")
     ap.add_argument("--end", type=int)
+    ap.add_argument("--scale-nodes", type=int,
+                    help="with --openmetrics: instead of E2E, one job of this many nodes (one "
+                         "straggling in the last quarter) over --hours at --interval")
+    ap.add_argument("--hours", type=int, default=24)
+    ap.add_argument("--interval", type=int, default=60)
     a = ap.parse_args()
     if a.openmetrics:
         if a.end is None:
             ap.error("--openmetrics needs --end")
         with open(a.openmetrics, "w") as f:
-            f.write(openmetrics(a.end))
+            if a.scale_nodes:
+                minutes = a.hours * 60
+                [(name, _, specs, pods)] = scaled(a.scale_nodes)
+                jobs = [(name, (minutes * 3 // 4, minutes + 1), specs, pods)]
+                f.write(openmetrics(a.end, jobs, minutes, a.interval))
+            else:
+                f.write(openmetrics(a.end))
         return 0
     text = promtool_tests()
     if a.check:

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""`tocsin job` on a large job (issue 20: "answers in under 1 s for a 512-node job over 24 hours
+of data"), beside its yardstick in the same run.
+
+tools/make_job_fixtures.py --scale-nodes writes one job (ml/llm) of --nodes nodes as the agents
+export it (GPU utilisation per GPU, RDMA and Ethernet rates, storage probe histogram, Lustre wait,
+NCCL transport per process, the pods' attribution series: 16 series per node) over --hours at
+--interval seconds, its last node straggling in the last quarter; `promtool tsdb
+create-blocks-from openmetrics` backfills it and Prometheus serves it (its query log on). Then,
+alternating for --rounds rounds:
+  - `tocsin job ml/llm --since 24h -o json` (wall time and peak RSS of the process);
+  - the yardstick: the same query_range requests (read from Prometheus's query log) sent one
+    after another from this script: what Prometheus alone takes to answer them.
+Prints medians; exit 1 if tocsin's median is over --goal seconds or the verdict is not exactly
+job.network.straggler on the last node.
+
+  bench/job_view.py [--nodes 512] [--hours 24] [--interval 60] [--rounds 5]
+Needs `make build` (or --tocsin), prometheus and promtool (tools/deps.sh). Bounded: every wait
+has a deadline; the files go to a temporary folder removed at the end.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from controller_alert_e2e import free_port  # noqa: E402
+
+
+def rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def timed_child(argv, timeout):
+    """(seconds, peak RSS in MiB, stdout) of one child process, its own rusage (wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.monotonic()
+        p = subprocess.Popen(argv, stdout=out, stderr=err)
+        killer = threading.Timer(timeout, p.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            killer.cancel()
+        secs = time.monotonic() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode not in (0, 1):
+            raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}: "
+                               f"{err.read().decode()[-2000:]}")
+        return secs, usage.ru_maxrss / 1024, out.read().decode()
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    release = os.path.join(ROOT, "build", "release", "tocsin")
+    a.add_argument("--tocsin", default=release if os.path.exists(release)
+                   else os.path.join(ROOT, "build", "test", "tocsin"))
+    a.add_argument("--nodes", type=int, default=512)
+    a.add_argument("--hours", type=int, default=24)
+    a.add_argument("--interval", type=int, default=60, help="seconds between samples")
+    a.add_argument("--rounds", type=int, default=5)
+    a.add_argument("--goal", type=float, default=1.0, help="seconds")
+    args = a.parse_args()
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            sys.exit(f"job_view: needs {tool} (tools/deps.sh)")
+    tmp = tempfile.mkdtemp(prefix="tocsin-jobview-")
+    prom = None
+    try:
+        end = int(time.time()) // 60 * 60 - 60
+        om = os.path.join(tmp, "job.om")
+        t = time.monotonic()
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_job_fixtures.py"),
+                        "--openmetrics", om, "--end", str(end), "--scale-nodes", str(args.nodes),
+                        "--hours", str(args.hours), "--interval", str(args.interval)],
+                       check=True, timeout=1800)
+        size = os.path.getsize(om)
+        print(f"fixture: {args.nodes} nodes, {args.hours} h at {args.interval} s: "
+              f"{size / 2**20:.0f} MiB of OpenMetrics in {time.monotonic() - t:.0f} s")
+        tsdb = os.path.join(tmp, "tsdb")
+        t = time.monotonic()
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, tsdb],
+                       check=True, timeout=3600, capture_output=True)
+        os.remove(om)
+        print(f"backfilled in {time.monotonic() - t:.0f} s")
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        qlog = os.path.join(tmp, "queries.log")
+        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+            f.write(f"global: {{evaluation_interval: 15s, query_log_file: {qlog}}}\n")
+        log = open(os.path.join(tmp, "prometheus.log"), "ab")
+        prom = subprocess.Popen(
+            ["prometheus", f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tsdb}",
+             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=3d"],
+            stdout=log, stderr=log)
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if prom.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("prometheus did not become ready")
+            time.sleep(0.2)
+        argv = [args.tocsin, "job", "ml/llm", "--prometheus", url, "--since", f"{args.hours}h",
+                "--until", rfc3339(end), "--fail-on", "warning", "-o", "json"]
+        # Warm-up (Prometheus's page cache and head): also the run whose queries are replayed.
+        _, rss, out = timed_child(argv, 120)
+        report = json.loads(out)
+        got = sorted((f["check"], f["subject"]) for f in report["findings"])
+        want = [("job.network.straggler", f"node-{args.nodes}")]
+        with open(qlog) as f:
+            paths = []
+            for line in f:
+                q = json.loads(line)
+                params = q.get("params", {})
+                paths.append("/api/v1/query_range?" + urllib.parse.urlencode({
+                    "query": params["query"], "start": params["start"], "end": params["end"],
+                    "step": int(float(params["step"]))}))
+
+        def replay():
+            t = time.monotonic()
+            for p in paths:
+                with urllib.request.urlopen(url + p, timeout=120) as r:
+                    r.read()
+            return time.monotonic() - t
+
+        ours, theirs = [], []
+        for _ in range(args.rounds):
+            secs, _, _ = timed_child(argv, 120)
+            ours.append(secs)
+            theirs.append(replay())
+        load = os.getloadavg()[0]
+        med, ymed = statistics.median(ours), statistics.median(theirs)
+        print(f"tocsin job ml/llm --since {args.hours}h ({args.nodes} nodes, {len(paths)} "
+              f"query_range requests): median {med:.3f} s over {args.rounds} rounds "
+              f"(min {min(ours):.3f}, max {max(ours):.3f}); peak RSS {rss:.1f} MiB")
+        print(f"yardstick, the same requests from Python one after another: median {ymed:.3f} s "
+              f"(tocsin / yardstick {med / ymed:.2f}x); load average {load:.1f}")
+        print(f"verdicts: {got}")
+        ok = med <= args.goal and got == want
+        if got != want:
+            print(f"job_view: expected exactly {want}", file=sys.stderr)
+        if med > args.goal:
+            print(f"job_view: over the goal of {args.goal} s", file=sys.stderr)
+        return 0 if ok else 1
+    finally:
+        if prom is not None:
+            prom.terminate()
+            try:
+                prom.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                prom.kill()
+                prom.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
