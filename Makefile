@@ -7,7 +7,7 @@ FUZZ_DIR := build/fuzz
 TSAN_DIR := build/tsan
 # The unit tests whose code runs threads (agent and controller loops, informers, the Lease,
 # bounded calls, the ranks' coordinator, parallel log reading): built and run under ThreadSanitizer.
-TSAN_TESTS := sys_test ranks_test k8s_test nccl_test bench_test agent_test controller_test
+TSAN_TESTS := sys_test ranks_test k8s_test nccl_test bench_test agent_test controller_test jobview_test
 FUZZ_SECONDS ?= 30
 CMAKE_COMMON := -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 # The compiler cache lives beside the control plane's (outside the repository, kept between runs

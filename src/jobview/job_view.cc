@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <optional>
+#include <thread>
 
 #include "base/escape.h"
 
@@ -40,17 +43,42 @@ std::string RangePath(const std::string& promql, double start, double end, int64
                      PercentEncode(promql), start, end, step);
 }
 
+namespace {
+
+// Fetches and parses each path, at most `parallel` requests in flight: the answers in order.
+std::vector<Result<QueryResult>> FetchAll(const Fetch& fetch, const std::vector<std::string>& paths,
+                                          const ResponseLimits& limits, int parallel) {
+  std::vector<std::optional<Result<QueryResult>>> got(paths.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < paths.size();) {
+      auto body = fetch(paths[i]);
+      got[i] = body.ok() ? ParseQueryResponse(*body, limits) : Result<QueryResult>(body.status());
+    }
+  };
+  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(parallel, 1)), paths.size());
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  std::vector<Result<QueryResult>> out;
+  out.reserve(got.size());
+  for (auto& g : got) out.push_back(std::move(*g));
+  return out;
+}
+
+}  // namespace
+
 Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
   JobView view;
   view.options = o;
   view.step = StepFor(o);
   view.end = std::floor(std::chrono::duration<double>(o.until.time_since_epoch()).count());
   view.start = view.end - static_cast<double>(o.since.count());
-  auto run = [&](const std::string& what, const std::string& expr) -> Result<QueryResult> {
-    auto body =
-        fetch(RangePath(ForJob(ExpandRecords(expr), o.job), view.start, view.end, view.step));
-    if (!body.ok()) return body.status().WithPrefix(what);
-    auto r = ParseQueryResponse(*body, o.limits);
+  auto path = [&](const std::string& expr) {
+    return RangePath(ForJob(ExpandRecords(expr), o.job), view.start, view.end, view.step);
+  };
+  auto take = [&](const std::string& what, Result<QueryResult> r) -> Result<QueryResult> {
     if (!r.ok()) return r.status().WithPrefix(what);
     // A timestamp outside the window asked for is the server's error (or hostile): dropped and
     // counted, so that no episode, onset or time conversion sees it.
@@ -64,8 +92,21 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
     ++view.queries;
     return r;
   };
+  // The job's nodes first (the info record); then every other record and verdict at once, at
+  // most o.parallel in flight (Prometheus evaluates them on its own cores), taken in order.
+  std::vector<std::string> paths;
+  for (const Record& rec : Records()) paths.push_back(path(rec.name));
+  for (const Verdict& v : Verdicts()) paths.push_back(path(v.expr));
+  std::vector<Result<QueryResult>> answers = FetchAll(fetch, {paths.front()}, o.limits, 1);
+  // No pods (or an error): the loop below says so before anything else is asked.
+  if (answers.front().ok() && !answers.front()->series.empty()) {
+    std::vector<std::string> rest(paths.begin() + 1, paths.end());
+    for (auto& m : FetchAll(fetch, rest, o.limits, o.parallel)) answers.push_back(std::move(m));
+  }
+  size_t next_answer = 0;
   for (const Record& rec : Records()) {
-    auto r = run(rec.name, rec.name);
+    if (next_answer >= answers.size()) break;  // no pods: the NotFound below was returned
+    auto r = take(rec.name, std::move(answers[next_answer++]));
     if (!r.ok()) return r.status();
     for (auto& s : r->series) {
       auto node = s.labels.find("node");
@@ -93,7 +134,7 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
     }
   }
   for (const Verdict& v : Verdicts()) {
-    auto r = run(v.check, v.expr);
+    auto r = take(v.check, std::move(answers[next_answer++]));
     if (!r.ok()) return r.status();
     std::map<std::string, Episode> by_node;
     for (const auto& s : r->series) {

@@ -20,10 +20,12 @@ struct JobOptions {
   std::chrono::seconds since{3600};  // the window's length, at most a day
   std::chrono::seconds step{0};      // 0: the window / 720, rounded up to 15 s, at least 15 s
   ResponseLimits limits;
+  int parallel = 4;  // queries in flight at once (after the first, which finds the job's nodes)
 };
 
-// GET `path` (with its query) on the Prometheus: the body of a 2xx answer. The CLI's is an
-// ApiClient (bounded timeouts and retries, capped body); tests answer from memory.
+// GET `path` (with its query) on the Prometheus: the body of a 2xx answer. Called from several
+// threads at once (JobOptions::parallel). The CLI's is a pool of ApiClients (bounded timeouts and
+// retries, capped body); tests answer from memory.
 using Fetch = std::function<Result<std::string>(const std::string& path)>;
 
 struct NodeView {

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <mutex>
 
 #include "jobview/catalog.h"
 #include "jobview/prometheus.h"
@@ -44,6 +46,7 @@ struct FakePrometheus {
   JobOptions options;
   std::map<std::string, std::string> answers;  // record name or check id -> body
   std::vector<std::string> asked;
+  std::mutex mu;
 
   FakePrometheus() {
     options.job = {"ml", "llm"};
@@ -51,7 +54,10 @@ struct FakePrometheus {
   }
   Fetch fetch() {
     return [this](const std::string& path) -> Result<std::string> {
-      asked.push_back(path);
+      {
+        std::lock_guard lock(mu);  // QueryJob asks from several threads
+        asked.push_back(path);
+      }
       for (const auto& [name, body] : answers) {
         std::string expr = name;  // a record's name, or a verdict's check id for its condition
         for (const Verdict& v : Verdicts()) {
@@ -120,6 +126,37 @@ TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
   EXPECT_EQ(t.rows[0][2], "12.0 GB/s");
   EXPECT_EQ(t.rows[0][7], "-");
   EXPECT_EQ(report.inventory["nodes"]["node-2"]["nccl_transports"]["Socket"], 1);
+}
+
+// The queries go out several at once; the view is the same as one at a time, in the same order.
+TEST(JobViewTest, ParallelQueriesGiveTheSameViewAsOneAtATime) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kGpuUtilization] = Matrix(FourNodes(0.9));
+  prom.answers[kRdmaRate] = Matrix(FourNodes(1.2e10));
+  prom.answers[kEthernetRate] = Matrix(FourNodes(2e7));
+  prom.answers[kFabricFallback] = Matrix({{"node-2", Flat(1, kEnd - 1200)}});
+  prom.answers[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800)}});
+  prom.options.parallel = 1;
+  ASSERT_OK_AND_ASSIGN(JobView one, QueryJob(prom.fetch(), prom.options));
+  std::vector<std::string> asked_one = prom.asked;
+  prom.asked.clear();
+  prom.options.parallel = 8;
+  ASSERT_OK_AND_ASSIGN(JobView many, QueryJob(prom.fetch(), prom.options));
+  EXPECT_EQ(asked_one.front(), prom.asked.front());  // the job's nodes first, alone
+  std::sort(asked_one.begin(), asked_one.end());
+  std::sort(prom.asked.begin(), prom.asked.end());
+  EXPECT_EQ(asked_one, prom.asked);
+  EXPECT_EQ(one.queries, many.queries);
+  ASSERT_EQ(one.episodes.size(), 2u);
+  ASSERT_EQ(many.episodes.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(one.episodes[i].node, many.episodes[i].node);
+    EXPECT_EQ(one.episodes[i].verdict, many.episodes[i].verdict);
+    EXPECT_EQ(one.episodes[i].start, many.episodes[i].start);
+  }
+  ASSERT_EQ(one.nodes.size(), many.nodes.size());
+  for (const auto& [node, nv] : one.nodes) EXPECT_EQ(nv.series.size(), many.nodes.at(node).series.size());
 }
 
 // The three series every node needs, for all four nodes.

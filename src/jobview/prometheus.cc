@@ -1,6 +1,8 @@
 #include "jobview/prometheus.h"
 
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "k8s/api_client.h"
 
@@ -26,10 +28,38 @@ Result<Fetch> PrometheusFetch(const PrometheusOptions& options) {
   co.connect_timeout = std::min(options.timeout, co.connect_timeout);
   co.attempts = options.attempts;
   co.max_body = options.max_body;
-  auto client = k8s::ApiClient::Create(std::move(access), co);
-  if (!client.ok()) return client.status();
-  std::shared_ptr<k8s::ApiClient> shared = std::move(*client);
-  return Fetch([shared](const std::string& path) { return shared->Get(path); });
+  // One client per request in flight (a client is one connection), idle ones reused.
+  struct Pool {
+    k8s::ClusterAccess access;
+    k8s::ClientOptions options;
+    std::mutex mu;
+    std::vector<std::unique_ptr<k8s::ApiClient>> idle;
+  };
+  auto pool = std::make_shared<Pool>();
+  auto first = k8s::ApiClient::Create(access, co);  // the options are checked now
+  if (!first.ok()) return first.status();
+  pool->access = std::move(access);
+  pool->options = co;
+  pool->idle.push_back(std::move(*first));
+  return Fetch([pool](const std::string& path) -> Result<std::string> {
+    std::unique_ptr<k8s::ApiClient> client;
+    {
+      std::lock_guard lock(pool->mu);
+      if (!pool->idle.empty()) {
+        client = std::move(pool->idle.back());
+        pool->idle.pop_back();
+      }
+    }
+    if (client == nullptr) {
+      auto made = k8s::ApiClient::Create(pool->access, pool->options);
+      if (!made.ok()) return made.status();
+      client = std::move(*made);
+    }
+    auto body = client->Get(path);
+    std::lock_guard lock(pool->mu);
+    pool->idle.push_back(std::move(client));
+    return body;
+  });
 }
 
 }  // namespace tocsin::jobview
