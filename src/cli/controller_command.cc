@@ -39,6 +39,7 @@ struct ControllerFlags {
   std::vector<std::string> admission_deny;
   std::string policy_params;
   std::string drift_baseline, drift_baseline_namespace, drift_namespace, drift_accept;
+  std::string drift_context, drift_kubeconfig;
   std::string drift_interval = "5m";
   std::vector<std::string> drift_class_labels;
 };
@@ -122,6 +123,14 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   TOCSIN_RETURN_IF_ERROR(f.checks.Apply(o.audit));
   TOCSIN_RETURN_IF_ERROR(f.canary.Apply(o.canary, o.audit.topology_label));
   o.drift.baseline = f.drift_baseline;
+  if (!f.drift_context.empty()) {
+    if (!f.drift_baseline.empty()) {
+      return Status::InvalidArgument("--drift-baseline and --drift-context: one baseline, not two");
+    }
+    o.drift.baseline_cluster = k8s::KubeconfigOptions{f.drift_kubeconfig, f.drift_context};
+  } else if (!f.drift_kubeconfig.empty()) {
+    return Status::InvalidArgument("--drift-kubeconfig needs --drift-context");
+  }
   o.drift.baseline_namespace = f.drift_baseline_namespace;
   o.drift.live_namespace = f.drift_namespace;
   o.drift.accept = f.drift_accept;
@@ -130,10 +139,10 @@ Result<controller::ControllerOptions> BuildOptions(const ControllerFlags& f) {
   if (o.drift.interval < std::chrono::seconds(1)) {
     return Status::InvalidArgument("--drift-interval must be at least 1s");
   }
-  if (f.drift_baseline.empty() &&
+  if (!controller::DriftEnabled(o.drift) &&
       !(f.drift_accept.empty() && f.drift_namespace.empty() && f.drift_baseline_namespace.empty() &&
         f.drift_class_labels.empty())) {
-    return Status::InvalidArgument("the --drift-* flags need --drift-baseline");
+    return Status::InvalidArgument("the --drift-* flags need --drift-baseline or --drift-context");
   }
   return o;
 }
@@ -234,6 +243,12 @@ Command AddControllerCommand(CLI::App& parent) {
   cmd->add_option("--drift-baseline", f->drift_baseline,
                   "A tocsin snapshot of the cluster this one must not drift from (staging): "
                   "tocsin diff against it every --drift-interval, drift.* findings exported");
+  cmd->add_option("--drift-context", f->drift_context,
+                  "Instead of a file: the baseline is this kubeconfig context's cluster (staging), "
+                  "listed read-only at every run as tocsin diff ctx:NAME lists it");
+  cmd->add_option("--drift-kubeconfig", f->drift_kubeconfig,
+                  "The kubeconfig file --drift-context is in (default: $KUBECONFIG, then "
+                  "~/.kube/config)");
   cmd->add_option("--drift-interval", f->drift_interval, "How often drift is judged")
       ->capture_default_str();
   cmd->add_option("--drift-accept", f->drift_accept,

@@ -102,11 +102,23 @@ Result<std::unique_ptr<k8s::ApiClient>> Controller::NewClient() {
 
 Status Controller::Discover() {
   // A baseline that cannot be read is a usage error now, not a quiet "no drift" later.
+  // A baseline cluster's kubeconfig and context must resolve now; the cluster itself may be
+  // unreachable for a while (drift.input.unreadable until it answers).
   std::optional<DriftInputs> drift_inputs;
+  std::unique_ptr<k8s::ApiClient> drift_baseline_client;
   if (DriftEnabled(options_.drift)) {
-    auto in = ReadDriftInputs(options_.drift);
-    if (!in.ok()) return Status::InvalidArgument(in.status().message());
-    drift_inputs = std::move(*in);
+    if (options_.drift.baseline_cluster) {
+      auto access = k8s::ResolveAccess(*options_.drift.baseline_cluster, k8s::AccessEnvironment());
+      if (!access.ok()) return Status::InvalidArgument("--drift-context: " + access.status().message());
+      auto client = k8s::ApiClient::Create(*access, options_.client);
+      if (!client.ok()) return Status::InvalidArgument("--drift-context: " + client.status().message());
+      drift_baseline_client = std::move(*client);
+      drift_baseline_client->SetAbort(options_.stop);
+    } else {
+      auto in = ReadDriftInputs(options_.drift);
+      if (!in.ok()) return Status::InvalidArgument(in.status().message());
+      drift_inputs = std::move(*in);
+    }
     cache_.KeepTemplates(true);
   }
   auto access = k8s::ResolveAccess(options_.kubeconfig, k8s::AccessEnvironment());
@@ -170,11 +182,12 @@ Status Controller::Discover() {
         [this] { return !elector_ || elector_->leader(); }, poster_.get(),
         options_.lease.identity, [this] { Wake(); });
   }
-  if (drift_inputs) {
+  if (DriftEnabled(options_.drift)) {
     TOCSIN_ASSIGN_OR_RETURN(auto client, NewClient());
     client->SetAbort(options_.stop);
     drift_ = std::make_unique<DriftWatch>(
-        options_.drift, std::move(*drift_inputs), std::move(client), &cache_, options_.audit,
+        options_.drift, std::move(drift_inputs), std::move(client),
+        std::move(drift_baseline_client), &cache_, options_.audit,
         [this] {
           std::vector<std::string> kinds;
           std::lock_guard lock(informers_mu_);

@@ -16,18 +16,58 @@ namespace tocsin::controller {
 
 using prometheus::MetricType;
 
-bool DriftEnabled(const DriftOptions& o) { return !o.baseline.empty(); }
+bool DriftEnabled(const DriftOptions& o) {
+  return !o.baseline.empty() || o.baseline_cluster.has_value();
+}
 
-Result<DriftInputs> ReadDriftInputs(const DriftOptions& o) {
-  DriftInputs in;
-  if (Status st = k8s::LoadFile(o.baseline, in.baseline, o.max_baseline_bytes); !st.ok()) {
-    return Status(st.code(), "--drift-baseline " + st.message());
+std::string BaselineSource(const DriftOptions& o) {
+  if (!o.baseline_cluster) return o.baseline;
+  std::string s = "context " + o.baseline_cluster->context;
+  if (!o.baseline_cluster->kubeconfig.empty()) s += " (kubeconfig " + o.baseline_cluster->kubeconfig + ")";
+  return s;
+}
+
+namespace {
+
+// The baseline cluster, listed as `tocsin diff ctx:NAME` lists a side. Its nodes first: a
+// baseline without them is no baseline (and an unreachable server fails here, once).
+Status ListBaseline(k8s::ApiClient& client, const audit::Options& audit, DriftInputs& in) {
+  const std::string where = "--drift-context: " + client.access().server;
+  if (Status st = client.List("/api/v1/nodes", "Node", in.baseline); !st.ok()) {
+    return Status(st.code(), where + ": " + st.message());
   }
-  if (in.baseline.nodes.empty() && in.baseline.daemonsets.empty() &&
-      in.baseline.networks.empty() && in.baseline.workloads.empty()) {
-    return Status::InvalidArgument("--drift-baseline " + o.baseline +
-                                   ": no Node, DaemonSet, network attachment or job template "
-                                   "(is it a tocsin snapshot?)");
+  k8s::FabricLoad load;
+  load.have = {"Node"};
+  auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, audit); };
+  if (Status st = k8s::LoadFabric(client, in.baseline, plugin, &load); !st.ok()) {
+    return Status(st.code(), where + ": " + st.message());
+  }
+  in.unreadable = std::move(load.unreadable);
+  if (!in.baseline.load_errors.empty()) {
+    in.unreadable.emplace_back("ConfigMap", Join(in.baseline.load_errors, "; "));
+    in.baseline.load_errors.clear();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DriftInputs> ReadDriftInputs(const DriftOptions& o, k8s::ApiClient* baseline_client,
+                                    const audit::Options& audit) {
+  DriftInputs in;
+  if (o.baseline_cluster) {
+    if (baseline_client == nullptr) return Status::Internal("--drift-context: no client");
+    TOCSIN_RETURN_IF_ERROR(ListBaseline(*baseline_client, audit, in));
+  } else {
+    if (Status st = k8s::LoadFile(o.baseline, in.baseline, o.max_baseline_bytes); !st.ok()) {
+      return Status(st.code(), "--drift-baseline " + st.message());
+    }
+    if (in.baseline.nodes.empty() && in.baseline.daemonsets.empty() &&
+        in.baseline.networks.empty() && in.baseline.workloads.empty()) {
+      return Status::InvalidArgument("--drift-baseline " + o.baseline +
+                                     ": no Node, DaemonSet, network attachment or job template "
+                                     "(is it a tocsin snapshot?)");
+    }
   }
   if (!o.baseline_namespace.empty()) drift::KeepNamespace(in.baseline, o.baseline_namespace);
   std::vector<std::string>().swap(in.baseline.raw);
@@ -50,17 +90,24 @@ std::vector<Finding> JudgeDrift(const DriftInputs& inputs, const k8s::Snapshot& 
                                 const std::vector<std::pair<std::string, std::string>>& unreadable,
                                 const std::string& baseline_error, const drift::Options& options,
                                 TimePoint now, size_t max_findings, size_t* dropped) {
-  // A kind the live side cannot read is left out of the baseline too: absent there is not
-  // absent in the cluster.
+  // A kind one side cannot read is left out of the other too: absent there is not absent in
+  // the cluster.
   const k8s::Snapshot* baseline = &inputs.baseline;
-  k8s::Snapshot trimmed;
-  if (!unreadable.empty()) {
+  const k8s::Snapshot* current = &live;
+  k8s::Snapshot trimmed, trimmed_live;
+  if (!unreadable.empty() || !inputs.unreadable.empty()) {
     trimmed = inputs.baseline;
     for (const auto& [kind, error] : unreadable) drift::DropKind(trimmed, kind);
+    for (const auto& [kind, error] : inputs.unreadable) drift::DropKind(trimmed, kind);
     baseline = &trimmed;
   }
+  if (!inputs.unreadable.empty()) {
+    trimmed_live = live;
+    for (const auto& [kind, error] : inputs.unreadable) drift::DropKind(trimmed_live, kind);
+    current = &trimmed_live;
+  }
   drift::Side a{"baseline", sides.baseline_source, baseline};
-  drift::Side b{"live", sides.live_source, &live};
+  drift::Side b{"live", sides.live_source, current};
   drift::DiffResult result = drift::Diff(a, b, options);
   drift::ApplyAcceptances(result.findings, inputs.accepted, now);
   std::vector<Finding> out = std::move(result.findings);
@@ -73,6 +120,14 @@ std::vector<Finding> JudgeDrift(const DriftInputs& inputs, const k8s::Snapshot& 
                     : "tocsin cannot know whether the " + kind + " objects drifted: they cannot "
                       "be listed (" + error + "); grant deploy/components/drift/drift-rbac.yaml, or "
                       "accept it";
+    out.push_back(std::move(f));
+  }
+  for (const auto& [kind, error] : inputs.unreadable) {
+    Finding f = UnknownFinding(drift::kInputUnreadable, "baseline " + kind, sides.baseline_source,
+                               Status::Unavailable(error));
+    f.message = "tocsin cannot know whether the " + kind + " objects drifted: the baseline "
+                "cluster's cannot be read (" + error + "); they are compared on neither side: "
+                "grant the baseline's identity deploy/rbac/audit.yaml there";
     out.push_back(std::move(f));
   }
   if (!baseline_error.empty()) {
@@ -140,7 +195,8 @@ class DriftWatch::Metrics : public prometheus::Collectable {
       f.Add({{"outcome", o}}, runs_.count(o) ? runs_.at(o) : 0);
     }
     f.Family("tocsin_controller_drift_baseline_up",
-             "1 when the last read of --drift-baseline (and --drift-accept) succeeded.",
+             "1 when the last read of the baseline (--drift-baseline or --drift-context) and "
+             "--drift-accept succeeded.",
              MetricType::Gauge)
         .Add({}, baseline_up_ ? 1 : 0);
     f.Family("tocsin_controller_drift_baseline_read_timestamp_seconds",
@@ -172,20 +228,22 @@ class DriftWatch::Metrics : public prometheus::Collectable {
   double dropped_ = 0;
 };
 
-DriftWatch::DriftWatch(DriftOptions options, DriftInputs inputs,
-                       std::unique_ptr<k8s::ApiClient> client, const ObjectCache* cache,
+DriftWatch::DriftWatch(DriftOptions options, std::optional<DriftInputs> inputs,
+                       std::unique_ptr<k8s::ApiClient> client,
+                       std::unique_ptr<k8s::ApiClient> baseline_client, const ObjectCache* cache,
                        audit::Options audit,
                        std::function<std::vector<std::string>()> cached_kinds,
                        std::function<void()> wake)
     : options_(std::move(options)),
       inputs_(std::move(inputs)),
       client_(std::move(client)),
+      baseline_client_(std::move(baseline_client)),
       cache_(cache),
       audit_(std::move(audit)),
       cached_kinds_(std::move(cached_kinds)),
       wake_(std::move(wake)),
       metrics_(std::make_shared<Metrics>()) {
-  metrics_->SetBaseline(inputs_.read_at);
+  if (inputs_) metrics_->SetBaseline(inputs_->read_at);
 }
 
 DriftWatch::~DriftWatch() { Stop(); }
@@ -238,12 +296,14 @@ void DriftWatch::Loop() {
 void DriftWatch::RunOnce() {
   auto started = std::chrono::steady_clock::now();
   std::string baseline_error;
-  if (auto in = ReadDriftInputs(options_); in.ok()) {
+  if (auto in = ReadDriftInputs(options_, baseline_client_.get(), audit_); in.ok()) {
     inputs_ = std::move(*in);
   } else {
+    if (baseline_client_ != nullptr && baseline_client_->aborted()) return;  // stopping
     baseline_error = in.status().message();
-    Log("drift: " + baseline_error + " (the baseline read at " +
-        FormatRfc3339(inputs_.read_at) + " stays in use)");
+    Log("drift: " + baseline_error +
+        (inputs_ ? " (the baseline read at " + FormatRfc3339(inputs_->read_at) + " stays in use)"
+                 : " (drift cannot be judged until it is read)"));
   }
   // The live side: what the informers hold, and what only drift reads, listed now.
   k8s::FabricLoad load;
@@ -271,7 +331,7 @@ void DriftWatch::RunOnce() {
     load.unreadable.emplace_back("ConfigMap", Join(live.load_errors, "; "));
   }
   std::string live_source = client_->access().server;
-  std::string baseline_source = options_.baseline;
+  std::string baseline_source = BaselineSource(options_);
   if (!options_.live_namespace.empty()) {
     drift::KeepNamespace(live, options_.live_namespace);
     live_source += " (namespace " + options_.live_namespace + ")";
@@ -280,14 +340,27 @@ void DriftWatch::RunOnce() {
     baseline_source += " (namespace " + options_.baseline_namespace + ")";
   }
   for (const auto& [kind, error] : load.unreadable) Log("drift: cannot list " + kind + ": " + error);
+  if (inputs_) {
+    for (const auto& [kind, error] : inputs_->unreadable) {
+      Log("drift: cannot list the baseline's " + kind + ": " + error);
+    }
+  }
   drift::Options opt;
   opt.class_labels = options_.class_labels;
   opt.audit = audit_;
   size_t dropped = 0;
   TimePoint now = Clock::now();
-  std::vector<Finding> findings =
-      JudgeDrift(inputs_, live, {baseline_source, live_source}, load.unreadable, baseline_error,
-                 opt, now, options_.max_findings, &dropped);
+  std::vector<Finding> findings;
+  if (inputs_) {
+    findings = JudgeDrift(*inputs_, live, {baseline_source, live_source}, load.unreadable,
+                          baseline_error, opt, now, options_.max_findings, &dropped);
+  } else {
+    // Never read (a baseline cluster not reached yet): nothing to compare, and that is said.
+    Finding f = UnknownFinding(drift::kInputUnreadable, "baseline", baseline_source,
+                               Status::Unavailable(baseline_error));
+    f.message = "the baseline cannot be read (" + baseline_error + "): drift cannot be judged";
+    findings.push_back(std::move(f));
+  }
   for (Finding& f : findings) f.evidence = nlohmann::json::object();  // /metrics has no use for it
   {
     std::lock_guard lock(mu_);
@@ -295,10 +368,11 @@ void DriftWatch::RunOnce() {
     last_run_ = now;
     baseline_ok_ = baseline_error.empty();
   }
-  bool complete = baseline_error.empty() && load.unreadable.empty();
+  bool complete = baseline_error.empty() && load.unreadable.empty() && inputs_ &&
+                  inputs_->unreadable.empty();
   metrics_->Record(complete ? "ok" : "incomplete", now,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-                   baseline_error.empty(), inputs_.read_at, dropped);
+                   baseline_error.empty(), inputs_ ? inputs_->read_at : TimePoint{}, dropped);
   if (wake_) wake_();
 }
 

@@ -22,13 +22,17 @@
 #include "drift/accept.h"
 #include "drift/drift.h"
 #include "k8s/api_client.h"
+#include "k8s/kubeconfig.h"
 
 namespace tocsin::controller {
 
 // `tocsin controller --drift-baseline FILE`: `tocsin diff` always on, the baseline (a `tocsin
 // snapshot` of staging) against the live cluster (README.md, "Drift, continuously").
 struct DriftOptions {
-  std::string baseline;            // --drift-baseline ("": off)
+  std::string baseline;  // --drift-baseline: a snapshot file
+  // --drift-context [--drift-kubeconfig]: the baseline is that cluster, listed at every run
+  // (read-only, as `tocsin diff ctx:NAME` lists it). One of the two, or drift is off.
+  std::optional<k8s::KubeconfigOptions> baseline_cluster;
   std::string baseline_namespace;  // --drift-baseline-namespace: only its objects of the baseline
   std::string live_namespace;      // --drift-namespace: only its objects of the live cluster
   std::string accept;              // --drift-accept: the `tocsin diff --accept` YAML
@@ -40,22 +44,30 @@ struct DriftOptions {
 };
 
 bool DriftEnabled(const DriftOptions& o);
+// What findings name as the baseline's source: the file, or "context NAME (kubeconfig FILE)".
+std::string BaselineSource(const DriftOptions& o);
 
-// What the files give: re-read at every run (a ConfigMap mount changes under the process).
+// What the baseline and the accept file give: read again at every run (a ConfigMap mount
+// changes under the process; a baseline cluster changes by itself).
 struct DriftInputs {
   k8s::Snapshot baseline;  // --drift-baseline-namespace applied
   std::vector<drift::Acceptance> accepted;
   TimePoint read_at{};
+  // A baseline cluster's kinds that could not be listed (kind, error): compared on neither side.
+  std::vector<std::pair<std::string, std::string>> unreadable;
 };
-// Reads the baseline (capped) and the accept file. An error names the flag and the file: at
+// Reads the baseline and the accept file: the snapshot file (capped), or, when the baseline is a
+// cluster, lists it through `baseline_client` (its nodes must be readable; another kind that
+// cannot be listed goes to `unreadable`). An error names the flag and the source: for a file at
 // startup it is a usage error (exit 2); later the last inputs read stay in use.
-Result<DriftInputs> ReadDriftInputs(const DriftOptions& o);
+Result<DriftInputs> ReadDriftInputs(const DriftOptions& o, k8s::ApiClient* baseline_client = nullptr,
+                                    const audit::Options& audit = {});
 
 // One run, pure: the baseline against the live side. `unreadable` are the live side's kinds that
-// could not be listed (kind, error): they are compared on neither side and each is a
-// drift.input.unreadable finding, as is `baseline_error` (a re-read that failed: the baseline
-// read at `inputs.read_at` is still compared, so a finding never turns into "ok" because a file
-// went away). Acceptances are applied at `now`; at most `max_findings` are kept, errors before
+// could not be listed (kind, error), `inputs.unreadable` the baseline cluster's: they are compared
+// on neither side and each is a drift.input.unreadable finding, as is `baseline_error` (a re-read
+// that failed: the baseline read at `inputs.read_at` is still compared, so a finding never turns
+// into "ok" because a file went away). Acceptances are applied at `now`; at most `max_findings` are kept, errors before
 // warnings before info (`*dropped`: how many were not).
 struct DriftSides {
   std::string baseline_source;  // the file
@@ -77,9 +89,12 @@ std::vector<std::string> DriftCheckIds();
 // plugins' ConfigMaps by GET), each kind that cannot be read reported, never fatal.
 class DriftWatch {
  public:
-  // `cached_kinds`: the kinds whose informers have synced (their objects come from `cache`);
-  // `wake`: called after each run (the controller evaluates and publishes).
-  DriftWatch(DriftOptions options, DriftInputs inputs, std::unique_ptr<k8s::ApiClient> client,
+  // `inputs`: what was read at startup (a baseline file), or nothing yet (a baseline cluster,
+  // listed by the first run through `baseline_client`); `cached_kinds`: the kinds whose
+  // informers have synced (their objects come from `cache`); `wake`: called after each run (the
+  // controller evaluates and publishes).
+  DriftWatch(DriftOptions options, std::optional<DriftInputs> inputs,
+             std::unique_ptr<k8s::ApiClient> client, std::unique_ptr<k8s::ApiClient> baseline_client,
              const ObjectCache* cache, audit::Options audit,
              std::function<std::vector<std::string>()> cached_kinds, std::function<void()> wake);
   ~DriftWatch();
@@ -103,8 +118,9 @@ class DriftWatch {
   void Loop();
 
   DriftOptions options_;
-  DriftInputs inputs_;  // the last read that succeeded (the run's thread only)
+  std::optional<DriftInputs> inputs_;  // the last read that succeeded (the run's thread only)
   std::unique_ptr<k8s::ApiClient> client_;
+  std::unique_ptr<k8s::ApiClient> baseline_client_;  // a baseline cluster's, else null
   const ObjectCache* cache_;
   audit::Options audit_;
   std::function<std::vector<std::string>()> cached_kinds_;

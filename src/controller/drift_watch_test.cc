@@ -1,9 +1,12 @@
 #include "controller/drift_watch.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "drift/catalog.h"
@@ -164,6 +167,90 @@ TEST(ReadDriftInputsTest, TheBaselineAndAcceptFileAreCheckedAndFiltered) {
                        "- match: drift.node.*\n  reason: rollout\n  expires: 2099-01-01\n");
   ASSERT_OK_AND_ASSIGN(in, ReadDriftInputs(o));
   EXPECT_EQ(in.accepted.size(), 1u);
+}
+
+// A baseline cluster: each path answers its status and body; others 404.
+class BaselineServer {
+ public:
+  explicit BaselineServer(std::map<std::string, std::pair<int, std::string>> answers)
+      : answers_(std::move(answers)) {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      auto it = answers_.find(req.path);
+      res.status = it == answers_.end() ? 404 : it->second.first;
+      res.set_content(it == answers_.end() ? R"({"kind":"Status","message":"not found"})"
+                                           : it->second.second,
+                      "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~BaselineServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::unique_ptr<k8s::ApiClient> Client() {
+    k8s::ClusterAccess access;
+    access.origin = "test";
+    access.server = "http://127.0.0.1:" + std::to_string(port_);
+    k8s::ClientOptions co;
+    co.attempts = 1;
+    auto client = k8s::ApiClient::Create(access, co);
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+ private:
+  std::map<std::string, std::pair<int, std::string>> answers_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+constexpr char kNodes[] = R"({"kind":"NodeList","metadata":{},"items":[
+  {"metadata":{"name":"gpu-1","labels":{"node.kubernetes.io/instance-type":"p5.48xlarge"}},
+   "status":{"allocatable":{"rdma/hca_staging":"63"}}}]})";
+
+TEST(ReadDriftInputsTest, ABaselineClusterIsListedAndWhatItCannotReadIsComparedOnNeitherSide) {
+  BaselineServer staging({
+      {"/api/v1/nodes", {200, kNodes}},
+      {"/apis/apps/v1/daemonsets", {200, R"({"kind":"DaemonSetList","metadata":{},"items":[]})"}},
+      {"/apis/k8s.cni.cncf.io/v1/network-attachment-definitions",
+       {403, R"({"kind":"Status","message":"forbidden: cannot list"})"}},
+  });
+  auto client = staging.Client();
+  ASSERT_NE(client, nullptr);
+  DriftOptions o;
+  o.baseline_cluster = k8s::KubeconfigOptions{"", "staging"};
+  ASSERT_OK_AND_ASSIGN(DriftInputs in, ReadDriftInputs(o, client.get()));
+  ASSERT_EQ(in.baseline.nodes.size(), 1u);
+  ASSERT_EQ(in.unreadable.size(), 1u);
+  EXPECT_EQ(in.unreadable[0].first, "NetworkAttachmentDefinition");
+
+  // Live has a network attachment and production's resource name: the attachment is not
+  // compared (the baseline's cannot be read), the resource name is, and the gap is said.
+  k8s::Snapshot live = Side("prod", "hca_prod");
+  live.daemonsets.clear();
+  live.configmaps.clear();
+  live.workloads.clear();
+  std::vector<std::string> ids = Ids(Judge(in, live));
+  EXPECT_EQ(ids, (std::vector<std::string>{
+                     "drift.input.empty daemonsets of baseline",
+                     "drift.input.empty daemonsets of live",
+                     "drift.input.unreadable baseline NetworkAttachmentDefinition",
+                     "drift.rdma.resource class p5.48xlarge: rdma rdma/hca_prod",
+                     "drift.rdma.resource class p5.48xlarge: rdma rdma/hca_staging"}));
+}
+
+TEST(ReadDriftInputsTest, ABaselineClusterWhoseNodesCannotBeListedIsNoBaseline) {
+  BaselineServer down({{"/api/v1/nodes", {500, R"({"kind":"Status","message":"etcd down"})"}}});
+  auto client = down.Client();
+  ASSERT_NE(client, nullptr);
+  DriftOptions o;
+  o.baseline_cluster = k8s::KubeconfigOptions{"", "staging"};
+  auto in = ReadDriftInputs(o, client.get());
+  ASSERT_FALSE(in.ok());
+  EXPECT_NE(in.status().message().find("--drift-context"), std::string::npos);
+  EXPECT_NE(in.status().message().find("etcd down"), std::string::npos);
+  EXPECT_EQ(BaselineSource(o), "context staging");
 }
 
 }  // namespace

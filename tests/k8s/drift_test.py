@@ -6,13 +6,16 @@ NetworkAttachmentDefinition (its CRD installed here, as Multus does) and a Job t
 differs in four seeded ways: the RDMA resource name, the plugin's image version, the network's MTU
 and the template's NCCL_IB_HCA. `tocsin diff ctx: ctx: --namespace-a --namespace-b` finds exactly
 those; `tocsin controller --drift-baseline` (a `tocsin snapshot` of staging) watching production
-exports drift.rdma.resource on /metrics, and drops it when production is fixed; as deploy/controller's
-ServiceAccount without the opt-in drift-rbac.yaml it still runs and says what it cannot read.
+exports drift.rdma.resource on /metrics, and drops it when production is fixed; with
+`--drift-context` the baseline is a cluster listed at every run (unreachable: said, never "ok");
+as deploy/controller's ServiceAccount without the opt-in drift-rbac.yaml it still runs and says
+what it cannot read.
 
     TOCSIN_K8S_ENV=build/k8s/env python3 tests/k8s/drift_test.py -v
 """
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -187,6 +190,53 @@ class DriftTest(ClusterTestCase):
         found = self.drift_findings(ctl)
         self.assertIn(("drift.input.unreadable", "baseline"), found)
         self.assertIn(("drift.template.nccl", "template Job/llm-pretrain: NCCL_IB_HCA"), found)
+
+    def test_a_baseline_cluster_is_listed_at_every_run(self):
+        """--drift-context: staging is a cluster (here a context of the same API server, its
+        namespace standing in), listed at every run; unreachable, it is said and never "ok"."""
+        c = self.cluster
+        context = c.kubectl("config", "current-context", "--kubeconfig", c.kubeconfig).stdout.strip()
+        ctl = ControllerProcess(c.kubeconfig, "--no-events", "--drift-context", context,
+                                "--drift-kubeconfig", c.kubeconfig,
+                                "--drift-baseline-namespace", STAGING, "--drift-namespace", PROD,
+                                "--drift-interval", "1s")
+        self.addCleanup(ctl.stop)
+        want = ("drift.rdma.resource", "pool rdma/hca_prod")
+        found = c.wait_for(lambda: want in self.drift_findings(ctl) and self.drift_findings(ctl),
+                           60, "drift.rdma.resource from the baseline cluster")
+        self.assertEqual(set(found), SEEDED)
+        self.assertEqual(ctl.value("tocsin_controller_drift_baseline_up"), 1)
+        # Staging changes: the next run sees it (no snapshot to retake).
+        patch = json.dumps({"data": {"config.json": plugin_config("hca_prod")}})
+        c.kubectl("-n", STAGING, "patch", "configmap", "rdma-devices", "--type=merge", "-p", patch)
+        self.addCleanup(c.kubectl, "-n", STAGING, "patch", "configmap", "rdma-devices",
+                        "--type=merge", "-p",
+                        json.dumps({"data": {"config.json": plugin_config("hca_staging")}}))
+        c.wait_for(lambda: not any(k[1].startswith("pool ") for k in self.drift_findings(ctl)),
+                   60, "the pool findings to clear once staging names production's resource")
+
+        # A baseline cluster that does not answer: the controller runs, says so, and judges
+        # nothing it cannot know.
+        with open(c.kubeconfig) as f:
+            text = f.read()
+        down = os.path.join(self.tmp, "down.kubeconfig")
+        with open(down, "w") as f:
+            f.write(re.sub(r'server: "?[^",}\s]+"?', 'server: "https://127.0.0.1:1"', text))
+        ctl = ControllerProcess(c.kubeconfig, "--no-events", "--drift-context", context,
+                                "--drift-kubeconfig", down, "--drift-interval", "1s",
+                                "--request-timeout", "2s")
+        self.addCleanup(ctl.stop)
+        c.wait_for(lambda: ("drift.input.unreadable", "baseline") in self.drift_findings(ctl), 60,
+                   "drift.input.unreadable for a baseline cluster that does not answer")
+        self.assertEqual(ctl.value("tocsin_controller_drift_baseline_up"), 0)
+        self.assertEqual(ctl.value("tocsin_check_status", check="drift.node.firmware"), -1)
+        self.assertEqual(set(self.drift_findings(ctl)), {("drift.input.unreadable", "baseline")})
+
+        r = run_tocsin("controller", "--kubeconfig", c.kubeconfig, "--listen", "127.0.0.1:0",
+                       "--drift-context", "no-such-context", "--drift-kubeconfig", c.kubeconfig,
+                       timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--drift-context", r.stderr)
 
     def test_a_baseline_that_cannot_be_read_is_a_usage_error(self):
         r = run_tocsin("controller", "--kubeconfig", self.cluster.kubeconfig, "--listen",
