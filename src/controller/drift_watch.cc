@@ -127,7 +127,8 @@ std::vector<Finding> JudgeDrift(const DriftInputs& inputs, const k8s::Snapshot& 
                                Status::Unavailable(error));
     f.message = "tocsin cannot know whether the " + kind + " objects drifted: the baseline "
                 "cluster's cannot be read (" + error + "); they are compared on neither side: "
-                "grant the baseline's identity deploy/rbac/audit.yaml there";
+                "grant the baseline's identity the tocsin-diff ClusterRole of "
+                "deploy/rbac/audit.yaml there";
     out.push_back(std::move(f));
   }
   if (!baseline_error.empty()) {
