@@ -25,6 +25,7 @@ struct JobFlags {
   std::string timeout = "10s";
   std::string plot;
   std::string token_file, ca_file;
+  std::string source = "auto";
 };
 
 int RunJob(const JobFlags& f) {
@@ -55,6 +56,14 @@ int RunJob(const JobFlags& f) {
   }
   if (Status st = ParseDurationFlag("--timeout", f.timeout, timeout); !st.ok()) {
     return UsageError(st.message());
+  }
+  using Source = jobview::JobOptions::Source;
+  if (f.source == "records") {
+    options.source = Source::kRecords;
+  } else if (f.source == "expressions") {
+    options.source = Source::kExpressions;
+  } else if (f.source != "auto") {
+    return UsageError("--source: auto, records or expressions, not \"" + f.source + "\"");
   }
   jobview::PrometheusOptions po;
   po.url = f.prometheus;
@@ -101,6 +110,11 @@ Command AddJobCommand(CLI::App& parent) {
   cmd->add_option("--plot", flags->plot,
                   "Write an SVG of GPU utilisation, RDMA and Ethernet rates and storage p99 over "
                   "time, one line per node, each verdict shaded");
+  cmd->add_option("--source", flags->source,
+                  "auto: the tocsin-job rules' recorded series when they cover every node of the "
+                  "job over the window, else their expressions over the agents' series; records; "
+                  "expressions")
+      ->capture_default_str();
   cmd->add_option("--bearer-token-file", flags->token_file,
                   "A file holding the bearer token Prometheus (or its proxy) wants; re-read as it "
                   "rotates");

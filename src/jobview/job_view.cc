@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -67,6 +68,25 @@ std::vector<Result<QueryResult>> FetchAll(const Fetch& fetch, const std::vector<
   return out;
 }
 
+// Whether the info record's recorded series cover what its expression gives: every node of the
+// job, with at most two minutes' worth of steps (two at least) fewer at each: a rule is
+// evaluated after the data arrives, once per evaluation interval (15 s to 1 min).
+bool RecordsCover(const QueryResult& recorded, const QueryResult& expanded, int64_t step) {
+  const size_t slack = 2 + static_cast<size_t>((120 + step - 1) / step);
+  std::map<std::string, size_t> points;
+  for (const auto& s : recorded.series) {
+    auto node = s.labels.find("node");
+    if (node != s.labels.end()) points[node->second] += s.points.size();
+  }
+  for (const auto& s : expanded.series) {
+    auto node = s.labels.find("node");
+    if (node == s.labels.end()) continue;
+    auto it = points.find(node->second);
+    if (it == points.end() || it->second + slack < s.points.size()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
@@ -75,8 +95,11 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
   view.step = StepFor(o);
   view.end = std::floor(std::chrono::duration<double>(o.until.time_since_epoch()).count());
   view.start = view.end - static_cast<double>(o.since.count());
-  auto path = [&](const std::string& expr) {
+  auto expanded = [&](const std::string& expr) {
     return RangePath(ForJob(ExpandRecords(expr), o.job), view.start, view.end, view.step);
+  };
+  auto recorded = [&](const std::string& expr) {
+    return RangePath(ForJobRecorded(expr, o.job), view.start, view.end, view.step);
   };
   auto take = [&](const std::string& what, Result<QueryResult> r) -> Result<QueryResult> {
     if (!r.ok()) return r.status().WithPrefix(what);
@@ -94,13 +117,22 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
   };
   // The job's nodes first (the info record); then every other record and verdict at once, at
   // most o.parallel in flight (Prometheus evaluates them on its own cores), taken in order.
-  std::vector<std::string> paths;
-  for (const Record& rec : Records()) paths.push_back(path(rec.name));
-  for (const Verdict& v : Verdicts()) paths.push_back(path(v.expr));
-  std::vector<Result<QueryResult>> answers = FetchAll(fetch, {paths.front()}, o.limits, 1);
-  // No pods (or an error): the loop below says so before anything else is asked.
-  if (answers.front().ok() && !answers.front()->series.empty()) {
-    std::vector<std::string> rest(paths.begin() + 1, paths.end());
+  using Source = JobOptions::Source;
+  std::string info = o.source == Source::kRecords ? recorded(kInfo) : expanded(kInfo);
+  std::vector<Result<QueryResult>> answers = FetchAll(fetch, {info}, o.limits, 1);
+  if (!answers.front().ok() || answers.front()->series.empty()) {
+    // No pods (or an error): the loop below says so before anything else is asked.
+  } else {
+    view.recorded = o.source == Source::kRecords;
+    if (o.source == Source::kAuto) {
+      auto rec = FetchAll(fetch, {recorded(kInfo)}, o.limits, 1);
+      view.recorded = rec.front().ok() && RecordsCover(*rec.front(), *answers.front(), view.step);
+      ++view.queries;
+    }
+    std::vector<std::string> rest;
+    auto path = [&](const std::string& e) { return view.recorded ? recorded(e) : expanded(e); };
+    for (const Record& rec : Records().subspan(1)) rest.push_back(path(rec.name));
+    for (const Verdict& v : Verdicts()) rest.push_back(path(v.expr));
     for (auto& m : FetchAll(fetch, rest, o.limits, o.parallel)) answers.push_back(std::move(m));
   }
   size_t next_answer = 0;

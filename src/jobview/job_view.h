@@ -21,6 +21,10 @@ struct JobOptions {
   std::chrono::seconds step{0};      // 0: the window / 720, rounded up to 15 s, at least 15 s
   ResponseLimits limits;
   int parallel = 4;  // queries in flight at once (after the first, which finds the job's nodes)
+  // Where the series come from: the rules' recorded series when they cover the window (auto),
+  // always the rules' expressions over the agents' series, or always the recorded series.
+  enum class Source { kAuto, kExpressions, kRecords };
+  Source source = Source::kAuto;
 };
 
 // GET `path` (with its query) on the Prometheus: the body of a 2xx answer. Called from several
@@ -50,13 +54,17 @@ struct JobView {
   std::vector<Episode> episodes;          // by verdict, then node
   Drops drops;                            // of every response together
   size_t queries = 0;
+  bool recorded = false;  // the records' series were read (else their expressions)
 };
 
 // The URL path of a range query (query, start, end, step percent-encoded).
 std::string RangePath(const std::string& promql, double start, double end, int64_t step);
 
 // Asks Prometheus each record of the group tocsin-job and each verdict's condition for the job
-// over the window (expanded: no recorded history needed). NotFound when the window has no
+// over the window: from the records' own series when Prometheus recorded them for every node
+// of the job over the whole window (plain selectors: cheap at any scale), else from their
+// expressions over the agents' series (no recorded history needed: backfilled data, rules
+// deployed within the window, a Prometheus without them). NotFound when the window has no
 // tocsin_pod_info of the job; a failed query or a response that is not a query result is the
 // error of Fetch or of ParseQueryResponse, naming the record or the check.
 Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& options);

@@ -45,6 +45,7 @@ std::vector<Point> Flat(double v, double from = kEnd - 3600, double to = kEnd) {
 struct FakePrometheus {
   JobOptions options;
   std::map<std::string, std::string> answers;  // record name or check id -> body
+  std::map<std::string, std::string> recorded;  // the same, for the recorded series
   std::vector<std::string> asked;
   std::mutex mu;
 
@@ -58,13 +59,15 @@ struct FakePrometheus {
         std::lock_guard lock(mu);  // QueryJob asks from several threads
         asked.push_back(path);
       }
-      for (const auto& [name, body] : answers) {
-        std::string expr = name;  // a record's name, or a verdict's check id for its condition
-        for (const Verdict& v : Verdicts()) {
-          if (name == v.check) expr = v.expr;
-        }
-        if (path == RangePath(ForJob(ExpandRecords(expr), options.job), kEnd - 3600, kEnd, 15)) {
-          return body;
+      for (const auto* table : {&answers, &recorded}) {
+        for (const auto& [name, body] : *table) {
+          std::string expr = name;  // a record's name, or a verdict's check id for its condition
+          for (const Verdict& v : Verdicts()) {
+            if (name == v.check) expr = v.expr;
+          }
+          std::string promql = table == &answers ? ForJob(ExpandRecords(expr), options.job)
+                                                 : ForJobRecorded(expr, options.job);
+          if (path == RangePath(promql, kEnd - 3600, kEnd, 15)) return body;
         }
       }
       return std::string(R"({"status":"success","data":{"resultType":"matrix","result":[]}})");
@@ -101,7 +104,7 @@ TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
   prom.answers[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800, kEnd - 1800 + 90)}});
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   EXPECT_EQ(view.step, 15);
-  EXPECT_EQ(view.queries, Records().size() + Verdicts().size());
+  EXPECT_EQ(view.queries, Records().size() + Verdicts().size() + 1);  // + the records probe
   ASSERT_EQ(view.nodes.size(), 4u);
   EXPECT_EQ(view.nodes.at("node-2").transports.at("Socket"), 1u);
   ASSERT_EQ(view.episodes.size(), 1u);
@@ -157,6 +160,45 @@ TEST(JobViewTest, ParallelQueriesGiveTheSameViewAsOneAtATime) {
   }
   ASSERT_EQ(one.nodes.size(), many.nodes.size());
   for (const auto& [node, nv] : one.nodes) EXPECT_EQ(nv.series.size(), many.nodes.at(node).series.size());
+}
+
+// Prometheus recorded the rules over the whole window: their series are read, not re-evaluated.
+TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
+  FakePrometheus prom;
+  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.recorded[kInfo] = Matrix(FourNodes(1));
+  prom.recorded[kGpuUtilization] = Matrix(FourNodes(0.9));
+  prom.recorded[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800)}});
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_TRUE(view.recorded);
+  EXPECT_EQ(view.queries, Records().size() + Verdicts().size() + 1);  // + the coverage probe
+  for (size_t i = 2; i < prom.asked.size(); ++i) {
+    EXPECT_EQ(prom.asked[i].find("tocsin_pod_info"), std::string::npos) << prom.asked[i];
+  }
+  ASSERT_EQ(view.episodes.size(), 1u);
+  EXPECT_EQ(view.episodes[0].node, "node-3");
+  Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  EXPECT_EQ(report.inventory["source"], "recorded");
+
+  // One node's records begin halfway (the rules deployed then): the expressions instead.
+  prom.asked.clear();
+  NodePoints partial = FourNodes(1);
+  partial["node-4"] = Flat(1, kEnd - 1800);
+  prom.recorded[kInfo] = Matrix(partial);
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_FALSE(view.recorded);
+  EXPECT_TRUE(view.episodes.empty());  // the stall was only in the (unread) records
+  EXPECT_NE(prom.asked.back().find("tocsin_pod_info"), std::string::npos);
+  report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  EXPECT_EQ(report.inventory["source"], "expressions");
+
+  // Forced either way.
+  prom.options.source = JobOptions::Source::kExpressions;
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_FALSE(view.recorded);
+  prom.options.source = JobOptions::Source::kRecords;
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_TRUE(view.recorded);
 }
 
 // The three series every node needs, for all four nodes.

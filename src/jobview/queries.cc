@@ -152,4 +152,22 @@ std::string ForJob(std::string_view expr, const JobRef& job) {
   return out;
 }
 
+std::string ForJobRecorded(std::string_view expr, const JobRef& job) {
+  std::string matchers = "{namespace=\"" + job.namespace_ + "\", job_name=\"" + job.name + "\"}";
+  std::string out;
+  for (size_t i = 0; i < expr.size();) {
+    if (NameChar(expr[i]) && (i == 0 || !NameChar(expr[i - 1]))) {
+      size_t end = i;
+      while (NameCharOk(expr, end)) ++end;
+      std::string_view word = expr.substr(i, end - i);
+      out += word;
+      if (FindRecord(word) != nullptr) out += matchers;
+      i = end;
+    } else {
+      out += expr[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace tocsin::jobview

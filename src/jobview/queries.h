@@ -61,4 +61,8 @@ std::string ExpandRecords(std::string_view expr);
 // tocsin_pod_info{namespace="NS", job_name="NAME"} (every record starts from it).
 std::string ForJob(std::string_view expr, const JobRef& job);
 
+// `expr` over the recorded series instead: each record name becomes
+// NAME{namespace="NS", job_name="NAME"} (every record carries both labels).
+std::string ForJobRecorded(std::string_view expr, const JobRef& job);
+
 }  // namespace tocsin::jobview

@@ -64,6 +64,20 @@ TEST(QueriesTest, ForJobNarrowsEveryPodInfo) {
             "tocsin_pod_info_x + my_tocsin_pod_info");
 }
 
+TEST(QueriesTest, ForJobRecordedNarrowsEveryRecordName) {
+  JobRef job{"ml", "llm-7b"};
+  EXPECT_EQ(ForJobRecorded("tocsin:job_node_gpu_utilization:avg < 0.5 and "
+                           "tocsin:job_node_gpu_utilization:avgx > 1",
+                           job),
+            "tocsin:job_node_gpu_utilization:avg{namespace=\"ml\", job_name=\"llm-7b\"} < 0.5 "
+            "and tocsin:job_node_gpu_utilization:avgx > 1");
+  for (const Verdict& v : Verdicts()) {
+    std::string q = ForJobRecorded(v.expr, job);
+    EXPECT_EQ(q.find("tocsin_pod_info"), std::string::npos) << q;
+    EXPECT_EQ(q.find(":info)"), std::string::npos) << q;  // every record narrowed
+  }
+}
+
 TEST(QueriesTest, JobRefIsNamespaceSlashNameOfSafeCharacters) {
   ASSERT_OK_AND_ASSIGN(JobRef job, ParseJobRef("ml/llm-7b.v2_x"));
   EXPECT_EQ(job.namespace_, "ml");

@@ -154,7 +154,10 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
               {"GPU, RDMA and ETHERNET: means over the window; STORAGE P99 (the probe's "
                "write+fsync) and LUSTRE WAIT: the worst; NCCL TRANSPORT: processes seen.",
                "Nodes: those whose agent attributed a pod of the job (tocsin_pod_info); a node "
-               "whose agent was down the whole window is not listed."}};
+               "whose agent was down the whole window is not listed.",
+               view.recorded ? "Series: the tocsin-job rules' recorded series."
+                             : "Series: the tocsin-job rules' expressions over the agents' series "
+                               "(no recorded series cover the whole window)."}};
   nlohmann::json nodes = nlohmann::json::object();
   for (const auto& [name, n] : view.nodes) {
     Values v = ValuesOf(n, view.start, view.end);
@@ -195,6 +198,7 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
       {"job", view.options.job.ToString()},
       {"window", {{"start", at(view.start)}, {"end", at(view.end)}, {"step_seconds", view.step}}},
       {"queries", view.queries},
+      {"source", view.recorded ? "recorded" : "expressions"},
       {"dropped", {{"series", view.drops.series}, {"points", view.drops.points}}},
       {"nodes", nodes}};
   return report;

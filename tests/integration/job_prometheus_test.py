@@ -6,8 +6,9 @@ that TSDB. Over the last hour: the job with a rank on sockets yields exactly job
 on that node, the checkpoint stall exactly job.storage.stall on its four nodes (an episode that
 ended), the straggler exactly job.network.straggler on its slow node, the healthy job nothing;
 each with the onset the fixture set. Then the recording rules of the group tocsin-job are
-backfilled over the same window (`promtool tsdb create-blocks-from rules`) and every panel of the
-Job fabric dashboard returns series for the straggler's job.
+backfilled over the same window (`promtool tsdb create-blocks-from rules`): `tocsin job` then reads
+the recorded series and finds the same verdicts and onsets as from the expressions, and every
+panel of the Job fabric dashboard returns series for the straggler's job.
 
 Needs promtool and prometheus (tools/deps.sh); TOCSIN_BINARY is the built tocsin."""
 
@@ -104,8 +105,8 @@ class JobPrometheusTest(unittest.TestCase):
                             "-o", output, *extra], capture_output=True, text=True, timeout=60)
         return r
 
-    def verdicts(self, name):
-        r = self.job(name)
+    def verdicts(self, name, *extra):
+        r = self.job(name, *extra)
         self.assertIn(r.returncode, (0, 1), r.stderr)
         report = json.loads(r.stdout)
         self.assertEqual(report["inventory"]["dropped"], {"series": 0, "points": 0})
@@ -192,6 +193,21 @@ class JobPrometheusTest(unittest.TestCase):
         for block in os.listdir(out):
             shutil.move(os.path.join(out, block), os.path.join(self.tsdb, block))
         type(self).start_prometheus()
+        # With the records there for the whole window, `tocsin job` reads them (--source auto)
+        # instead of re-evaluating their expressions, and finds the same verdicts and onsets.
+        for name in ("fallback", "ckpt", "straggler", "healthy"):
+            with self.subTest(job=name):
+                _, recorded, found = self.verdicts(name)
+                self.assertEqual(recorded["inventory"]["source"], "recorded")
+                _, expressions, want = self.verdicts(name, "--source", "expressions")
+                self.assertEqual(expressions["inventory"]["source"], "expressions")
+                self.assertEqual(set(found), set(want))
+                # Onsets agree within the rules' evaluation interval (60 s here): the records
+                # hold one value per evaluation.
+                for key, f in want.items():
+                    lag = (time.mktime(time.strptime(found[key]["since"], "%Y-%m-%dT%H:%M:%SZ")) -
+                           time.mktime(time.strptime(f["since"], "%Y-%m-%dT%H:%M:%SZ")))
+                    self.assertLessEqual(abs(lag), 60, key)
         with open(DASHBOARD) as f:
             dashboard = json.load(f)
         queried = 0
