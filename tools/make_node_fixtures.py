@@ -19,6 +19,7 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "testdata", "nodes")
 # ConnectX-7 (PCI device 0x1021 -> hca_type "MT4129"), ConnectX-6 Dx (0x101d -> "MT4125").
 CX7 = {"device": "0x1021", "hca_type": "MT4129", "fw_ver": "28.39.1002", "board_id": "MT_0000000838"}
 CX6DX = {"device": "0x101d", "hca_type": "MT4125", "fw_ver": "22.39.1002", "board_id": "MT_0000000359"}
+MOFED = "24.10-0.7.0"  # the MLNX_OFED/DOCA-OFED mlx5_core's MODULE_VERSION
 H100 = {"vendor": "0x10de", "device": "0x2330", "class": "0x030200"}
 
 COUNTERS_ZERO = [
@@ -199,6 +200,15 @@ def hca(t, pci, i, model, link_layer="InfiniBand", state="4: ACTIVE", phys="5: L
     return port
 
 
+def mlx5_module(t, version=MOFED):
+    """The loaded mlx5_core module: /sys/module/<name>/ (kernel/params.c) has `initstate` and,
+    only when the module declares MODULE_VERSION, `version` (MOFED's driver does; an in-tree
+    one may not: version=None)."""
+    t.write("/sys/module/mlx5_core/initstate", "live\n")
+    if version is not None:
+        t.write("/sys/module/mlx5_core/version", version + "\n")
+
+
 def mgmt_nic(t, pci):
     d = pci.device("0x8086", "0x1563", "0x020000")  # Intel X550 management port
     netdev(t, d, "eno1", "up", 10000, 1500, "3c:ec:ef:00:00:01", 1)
@@ -324,6 +334,7 @@ def ib_node(name, gpu_numa=(0, 0, 1, 1), nic_numa=None, ports=None, lustre=None)
             hca(t, Pci(t, bus, numa), i, CX7, hostname="gpu-node-01", **ports[i])
     mgmt_nic(t, Pci(t, 0x10, 0))
     nvswitches(t, 0xd0)
+    mlx5_module(t)
     if lustre:
         lustre(t)
     return t
@@ -358,11 +369,13 @@ def main():
         hca(t, p, i, CX6DX, link_layer="Ethernet", rate="100 Gb/sec (4X EDR)",
             hostname="roce-node-07")
     mgmt_nic(t, Pci(t, 0x10, 0))
+    mlx5_module(t, version=None)  # the distribution kernel's own mlx5_core
 
     # 5. Lustre 2.15 client (procfs layout) whose OST0001 was evicted; one healthy HCA, no GPUs.
     t = Tree("lustre-evicted")
     base_node(t, "cpu-node-03", [LUSTRE_MOUNT])
     hca(t, Pci(t, 0x00, 0), 0, CX7, hostname="cpu-node-03")
+    mlx5_module(t)
     lustre_client(t, "/proc/fs/lustre", [
         ("mdc", "MDT0000", "FULL", HEALTHY_HISTORY, 0),
         ("osc", "OST0000", "FULL", HEALTHY_HISTORY, 0),
@@ -383,6 +396,7 @@ def main():
         "40 27 253:3 / /mnt/testfs/ost0 rw,relatime shared:42 - lustre /dev/mapper/ost0 rw",
         "41 27 0:61 / /mnt/testfs/ost1 rw,relatime shared:43 - lustre ostpool/ost1 rw"])
     hca(t, Pci(t, 0x00, 0), 0, CX7, hostname="oss-01")
+    mlx5_module(t)
 
     # 6. A node with nothing: no RDMA, no GPUs, no shared filesystem.
     t = Tree("empty")
@@ -402,6 +416,7 @@ def main():
         hca(t, p, i, CX7, hostname="gpu-node-08")
     mgmt_nic(t, Pci(t, 0xf0, 0))
     nvswitches(t, 0xd0)
+    mlx5_module(t)
     lustre_client(t, "/sys/kernel/debug/lustre", [
         ("mdc", "MDT0000", "FULL", HEALTHY_HISTORY, 0),
         ("osc", "OST0000", "FULL", HEALTHY_HISTORY, 0),
@@ -415,6 +430,8 @@ def main():
     base_node(t, "bad-node", [LUSTRE_MOUNT, "this is not a mountinfo line"])
     p = Pci(t, 0x00, 0)
     port0 = hca(t, p, 0, CX7, hostname="bad-node")
+    mlx5_module(t, version=None)
+    t.write("/sys/module/mlx5_core/version/.keep", "")  # a directory: reading it fails (EISDIR)
     t.write(port0 + "/state", "garbage\n")
     t.write(port0 + "/rate", "fast\n")
     t.write(port0 + "/counters/symbol_error", "abc\n")

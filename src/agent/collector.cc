@@ -110,6 +110,18 @@ std::vector<prometheus::MetricFamily> Agent::Collector::Collect() const {
     fam.Family("tocsin_agent_kube_errors_total", "Kubernetes API writes that failed.",
                MetricType::Counter)
         .Add({}, static_cast<double>(kube_.errors));
+    fam.Family("tocsin_agent_fabric_facts_published",
+               "1 when the Node's annotation tocsin.io/fabric holds this agent's current fabric "
+               "facts, else 0 (not yet written, a failed patch, or dropped by the API server).",
+               MetricType::Gauge)
+        .Add({}, kube_.facts_published ? 1 : 0);
+    fam.Family("tocsin_agent_fabric_facts_patches_total",
+               "Patches of nodes/<name>/status that carried the fabric facts.", MetricType::Counter)
+        .Add({}, static_cast<double>(kube_.facts_patches));
+    fam.Family("tocsin_agent_fabric_facts_dropped_total",
+               "Fabric facts patches the API server answered without the annotation.",
+               MetricType::Counter)
+        .Add({}, static_cast<double>(kube_.facts_dropped));
   }
   SelfUsage u = ReadSelfUsage();
   fam.Family("tocsin_agent_resident_memory_bytes", "Resident set size of the agent.",

@@ -9,6 +9,7 @@
 #include "audit/checks.h"
 #include "base/strings.h"
 #include "k8s/events.h"
+#include "k8s/fabric_facts.h"
 
 namespace tocsin::agent {
 namespace {
@@ -18,6 +19,17 @@ using nlohmann::json;
 bool IsOurs(const std::string& type) {
   return type == kRdmaFabricDegraded || type == kSharedStorageDegraded ||
          type == kGpuNicAffinityBroken || type == kTocsinChecksStale;
+}
+
+// A node's annotation `key`, empty when it has none (or the answer has no such shape).
+std::string AnnotationOf(const json& node, const char* key) {
+  if (!node.is_object()) return "";
+  auto meta = node.find("metadata");
+  if (meta == node.end() || !meta->is_object()) return "";
+  auto annotations = meta->find("annotations");
+  if (annotations == meta->end() || !annotations->is_object()) return "";
+  auto it = annotations->find(key);
+  return it != annotations->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 }  // namespace
@@ -48,6 +60,7 @@ Status KubeReporter::Discover() {
     nc.last_transition = t.value_or(Clock::now());
     current_[type] = nc;
   }
+  node_facts_ = AnnotationOf(node, k8s::kFabricFactsAnnotation);
   const json taints = node.value("/spec/taints"_json_pointer, json::array());
   tainted_ = false;
   for (const auto& t : taints) {
@@ -142,6 +155,40 @@ Status KubeReporter::SyncTaint(bool want, const std::string& why) {
   return Status::Unavailable("nodes/" + options_.node_name + ": taint: 3 conflicts in a row");
 }
 
+Status KubeReporter::PublishFacts(const std::string& facts) {
+  if (facts == node_facts_) {
+    facts_published_ = true;
+    return Status::Ok();
+  }
+  facts_published_ = false;
+  if (facts == dropped_facts_) return Status::Ok();  // said once; sent again when they change
+  json patch = {{"metadata", {{"annotations", {{k8s::kFabricFactsAnnotation, facts}}}}}};
+  std::string path = "/api/v1/nodes/" + options_.node_name + "/status";
+  auto r = client_->Send("PATCH", path, patch.dump(), "application/strategic-merge-patch+json");
+  if (!r.ok()) {
+    ++errors_;
+    return r.status().WithPrefix("fabric facts");  // the next round tries again
+  }
+  ++facts_patches_;
+  json node = json::parse(*r, nullptr, false);
+  if (AnnotationOf(node, k8s::kFabricFactsAnnotation) == facts) {
+    node_facts_ = facts;
+    facts_published_ = true;
+    return Status::Ok();
+  }
+  dropped_facts_ = facts;
+  ++facts_dropped_;
+  if (!facts_drop_logged_) {
+    facts_drop_logged_ = true;
+    std::cerr << FormatRfc3339(Clock::now()) << " tocsin agent: kubernetes: PATCH " << path
+              << " was answered without the annotation " << k8s::kFabricFactsAnnotation
+              << ": this API server drops metadata written through the status subresource, so "
+                 "tocsin diff will not see this node's fabric facts "
+                 "(tocsin_agent_fabric_facts_dropped_total)\n";
+  }
+  return Status::Ok();
+}
+
 Status KubeReporter::Report(const std::vector<NodeCondition>& desired,
                             const std::vector<Finding>& findings, TimePoint now) {
   bool changed = false;
@@ -224,9 +271,22 @@ KubeLoop::KubeLoop(std::unique_ptr<KubeReporter> reporter, ConditionOptions cond
             EvaluateConditions(states, owned->current(), now, conditions);
         Status st = owned->Report(desired, CurrentFindings(states), now);
         if (!st.ok()) log("kubernetes: " + st.message());
+        // Then the fabric facts, when the rdma task's last run read them and they changed.
+        for (const auto& t : states) {
+          if (t.name != "rdma" || !t.output || t.output->fabric_facts.empty()) continue;
+          if (Status fst = owned->PublishFacts(t.output->fabric_facts); !fst.ok()) {
+            log("kubernetes: " + fst.message());
+          }
+        }
       }
       lock.lock();
-      shared->counters = {discovered, owned->patches(), owned->events(), owned->errors()};
+      shared->counters = {discovered,
+                          owned->patches(),
+                          owned->events(),
+                          owned->errors(),
+                          owned->facts_published(),
+                          owned->facts_patches(),
+                          owned->facts_dropped()};
     }
     std::lock_guard<std::mutex> guard(shared->mu);
     shared->exited = true;

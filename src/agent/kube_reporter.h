@@ -39,9 +39,19 @@ class KubeReporter {
   Status Report(const std::vector<NodeCondition>& desired, const std::vector<Finding>& findings,
                 TimePoint now);
 
+  // Publishes the node's fabric facts (`facts`: the annotation tocsin.io/fabric's JSON) with a
+  // strategic merge patch of nodes/<name>/status that carries only that annotation (the status
+  // subresource keeps metadata: docs/FORMATS.md, "Fabric facts annotation"), when they differ
+  // from what the node holds. The answer must hold them: a server that drops them is said once
+  // in the log, counted, and not asked again until the facts change.
+  Status PublishFacts(const std::string& facts);
+
   uint64_t patches() const { return patches_; }
   uint64_t events() const { return events_; }
   uint64_t errors() const { return errors_; }
+  bool facts_published() const { return facts_published_; }
+  uint64_t facts_patches() const { return facts_patches_; }
+  uint64_t facts_dropped() const { return facts_dropped_; }
 
  private:
   Status PostEvent(const NodeCondition& c, const std::string& previous_status, TimePoint now);
@@ -60,19 +70,25 @@ class KubeReporter {
   std::optional<bool> tainted_;
   uint64_t patches_ = 0, events_ = 0, errors_ = 0;
   bool pods_error_logged_ = false;
+  std::string node_facts_;     // what the node's annotation holds (read, then as answered)
+  std::string dropped_facts_;  // the facts a server answered without (not sent again)
+  bool facts_published_ = false, facts_drop_logged_ = false;
+  uint64_t facts_patches_ = 0, facts_dropped_ = 0;
 };
 
 // Kubernetes writes seen by the agent, for its self metrics.
 struct KubeCounters {
   bool connected = false;
   uint64_t patches = 0, events = 0, errors = 0;
+  bool facts_published = false;  // the node holds this agent's current fabric facts
+  uint64_t facts_patches = 0, facts_dropped = 0;
 };
 
 // Runs a KubeReporter on its own thread, so that a slow or unreachable API server (each request
 // bounded by --request-timeout) never delays the agent's loop or its shutdown. Submit() hands
 // over the latest task states (an older evaluation not yet written is dropped); the thread reads
 // the node first (retrying each round until it can), then evaluates the conditions against what
-// the node holds and reports them.
+// the node holds and reports them, and publishes the rdma task's fabric facts when they changed.
 class KubeLoop {
  public:
   KubeLoop(std::unique_ptr<KubeReporter> reporter, ConditionOptions conditions,

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 
+#include "agent/facts.h"
 #include "agent/families.h"
 #include "gpu/catalog.h"
 #include "gpu/checks.h"
@@ -241,6 +242,7 @@ TaskSpec RdmaTask(const std::string& root, const node::Options& options) {
     Families fam;
     RdmaFamilies(scan, fam);
     out.families = fam.Take();
+    out.fabric_facts = k8s::EncodeFabricFacts(CollectFabricFacts(scan, *env));
     return out;
   };
   return t;

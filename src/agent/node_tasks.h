@@ -10,7 +10,7 @@
 namespace tocsin::agent {
 
 // The tasks that repeat `tocsin node`'s reads and checks, each exporting what it read:
-//   rdma:    port state, rate and counters, checks rdma.*
+//   rdma:    port state, rate and counters, checks rdma.*; the fabric facts (agent/facts.h)
 //   gpu:     GPUs on the PCI bus, NVML utilisation and memory, GPU-NIC affinity; gpu.count,
 //            gpu.nvml, gpu.nic.affinity
 //   storage: shared-filesystem mounts, Lustre imports and llite/osc stats; storage.mount.*,

@@ -23,6 +23,9 @@ namespace tocsin::agent {
 struct TaskOutput {
   std::vector<Finding> findings;
   std::vector<prometheus::MetricFamily> families;
+  // The rdma task: the node's fabric facts, encoded as the annotation tocsin.io/fabric holds
+  // them (k8s::EncodeFabricFacts), for the Kubernetes thread to publish; empty for other tasks.
+  std::string fabric_facts;
 };
 
 // A named unit of work on its own schedule: it decides `checks` (check ids), runs every

@@ -113,7 +113,11 @@ Port ReadPort(Env& env, const std::string& dev_dir, const std::string& name, int
   port.state = ReadParsed<CodedState>(env, dir + "/state", "state", port.issues, ParseCodedState);
   port.phys_state =
       ReadParsed<CodedState>(env, dir + "/phys_state", "phys_state", port.issues, ParseCodedState);
-  port.rate = ReadParsed<LinkRate>(env, dir + "/rate", "rate", port.issues, ParseRate);
+  port.rate =
+      ReadParsed<LinkRate>(env, dir + "/rate", "rate", port.issues, [&port](std::string_view text) {
+        port.rate_text = std::string(text);
+        return ParseRate(text);
+      });
   auto ll = ReadAttribute(env, dir + "/link_layer");
   if (ll.ok()) {
     port.link_layer = *ll;

@@ -37,6 +37,7 @@ struct Port {
   std::optional<CodedState> state;
   std::optional<CodedState> phys_state;
   std::optional<LinkRate> rate;
+  std::string rate_text;   // the rate file as read ("400 Gb/sec (4X NDR)"); empty when unreadable
   std::string link_layer;  // "InfiniBand", "Ethernet", "Unknown"; empty when unreadable
   std::optional<uint64_t> lid;
   std::vector<Gid> gids;  // populated (non-zero) GIDs only

@@ -40,10 +40,19 @@ class AgentKubeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir("agent-kube");
+    StartServer();
+  }
+  // The test API server (again, with `extra` flags), and a kubeconfig for it.
+  void StartServer(const std::vector<std::string>& extra = {}) {
     log_ = dir_ + "/api.log";
-    server_ = std::make_unique<Server>(std::vector<std::string>{
-        "python3", kApi + "server.py", "--max-seconds", "120", "--snapshot",
-        kSource + "/testdata/clusters/healthy.json", "--token", "s3cret", "--log", log_});
+    server_.reset();
+    std::vector<std::string> args = {"python3",       kApi + "server.py",
+                                     "--max-seconds", "120",
+                                     "--snapshot",    kSource + "/testdata/clusters/healthy.json",
+                                     "--token",       "s3cret",
+                                     "--log",         log_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    server_ = std::make_unique<Server>(args);
     ASSERT_GT(server_->port(), 0);
     kubeconfig_ = dir_ + "/kubeconfig";
     std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
@@ -80,6 +89,23 @@ class AgentKubeTest : public ::testing::Test {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+  }
+  // The agent's metrics once it has patched its conditions `n` times.
+  std::string AfterConditionPatches(const AgentProcess& a, double n) {
+    std::string text;
+    EXPECT_TRUE(a.WaitForMetrics(
+        [n](const std::string& t) {
+          return MetricValue(t, "tocsin_agent_condition_patches_total") >= n;
+        },
+        seconds(15), &text))
+        << text << a.err();
+    return text;
+  }
+  // tocsin_agent_fabric_facts_published, _patches_total and _dropped_total.
+  static std::vector<double> FactsMetrics(const std::string& text) {
+    return {MetricValue(text, "tocsin_agent_fabric_facts_published"),
+            MetricValue(text, "tocsin_agent_fabric_facts_patches_total"),
+            MetricValue(text, "tocsin_agent_fabric_facts_dropped_total")};
   }
   template <typename Pred>
   bool Eventually(Pred pred) {
@@ -120,7 +146,10 @@ TEST_F(AgentKubeTest, ConditionsEventsAndTaintReachTheApiServer) {
             std::string::npos)
       << log;
   // The whole body: exactly our four conditions, in node-problem-detector's form.
-  size_t at = log.find("PATCH /api/v1/nodes/gpu-node-01/status");
+  size_t at = log.find(
+      "PATCH /api/v1/nodes/gpu-node-01/status auth=token "
+      "type=application/strategic-merge-patch+json body={\"status\"");
+  ASSERT_NE(at, std::string::npos) << log;
   size_t body_at = log.find("body=", at);
   json body = json::parse(log.substr(body_at + 5, log.find('\n', body_at) - body_at - 5));
   ASSERT_EQ(body.size(), 1u) << body;
@@ -247,6 +276,105 @@ TEST_F(AgentKubeTest, AMissingNodeNameOrUnknownNodeIsClear) {
                            seconds(15)))
       << a.err();
   EXPECT_EQ(a.Get("/metrics").first, 200);
+}
+
+// Issue 18: the node's fabric facts (HCA firmware, board, port 1's link layer, rate and MTU, the
+// MOFED driver) as the annotation tocsin.io/fabric, through nodes/<name>/status (the right the
+// agent already has): at start, then only when they change; a restart that finds them there
+// writes nothing.
+TEST_F(AgentKubeTest, FabricFactsArePublishedThroughNodeStatusWhenTheyChange) {
+  std::string root = CopyFixtureNode("ib-healthy");
+  const std::vector<std::string> args = {"--root",       root,        "--listen",    "127.0.0.1:0",
+                                         "--kubeconfig", kubeconfig_, "--reconcile", "100ms",
+                                         "--heartbeat",  "100ms"};
+  auto facts = [&]() -> json {
+    json node = Api("/api/v1/nodes/gpu-node-01");
+    if (!node.is_object()) return json();
+    json ann = node["metadata"].value("annotations", json::object());
+    return json::parse(ann.value("tocsin.io/fabric", ""), nullptr, false);
+  };
+  auto facts_patches = [&] {
+    const std::string patch =
+        "/status auth=token type=application/strategic-merge-patch+json body={\"metadata\"";
+    std::string log = Log();
+    size_t n = 0;
+    for (size_t at = log.find(patch); at != std::string::npos; at = log.find(patch, at + 1)) ++n;
+    return n;
+  };
+  {
+    AgentProcess a(args, {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+    ASSERT_GT(a.port(), 0) << a.err();
+    ASSERT_TRUE(Eventually([&] { return facts().is_object(); })) << a.err() << Log();
+    json f = facts();
+    EXPECT_EQ(f["v"], 1);
+    EXPECT_EQ(f["driver"], "24.10-0.7.0");
+    ASSERT_EQ(f["hcas"].size(), 4u) << f;
+    EXPECT_EQ(f["hcas"][0], json({{"name", "mlx5_0"},
+                                  {"fw", "28.39.1002"},
+                                  {"board_id", "MT_0000000838"},
+                                  {"link_layer", "InfiniBand"},
+                                  {"rate", "400 Gb/sec (4X NDR)"},
+                                  {"mtu", ""}}));
+    // The patch as sent: the status subresource, the annotation and nothing else.
+    std::string log = Log();
+    size_t at = log.find(
+        "PATCH /api/v1/nodes/gpu-node-01/status auth=token "
+        "type=application/strategic-merge-patch+json body={\"metadata\"");
+    ASSERT_NE(at, std::string::npos) << log;
+    size_t body_at = log.find("body=", at);
+    json body = json::parse(log.substr(body_at + 5, log.find('\n', body_at) - body_at - 5));
+    EXPECT_EQ(body, json({{"metadata", {{"annotations", {{"tocsin.io/fabric", f.dump()}}}}}}));
+    // Condition heartbeats go on every 100 ms; the unchanged facts are not written again.
+    std::string text = AfterConditionPatches(a, 5);
+    EXPECT_EQ(FactsMetrics(text), (std::vector<double>{1, 1, 0})) << text;
+    EXPECT_EQ(facts_patches(), 1u) << Log();
+
+    // A firmware update on one HCA: published at the next rdma run.
+    WriteFile(root + "/sys/class/infiniband/mlx5_1/fw_ver", "28.40.1000\n");
+    a.Signal(SIGHUP);
+    ASSERT_TRUE(Eventually([&] {
+      json g = facts();
+      return g.is_object() && g["hcas"][1]["fw"] == "28.40.1000";
+    })) << a.err();
+    EXPECT_EQ(facts()["hcas"][0]["fw"], "28.39.1002");
+    ASSERT_TRUE(a.WaitForMetrics(
+        [](const std::string& t) {
+          return MetricValue(t, "tocsin_agent_fabric_facts_patches_total") == 2 &&
+                 MetricValue(t, "tocsin_agent_fabric_facts_published") == 1;
+        },
+        seconds(15), &text))
+        << text;
+    a.Signal(SIGTERM);
+    EXPECT_EQ(a.Wait().exit_code, 0);
+  }
+  // A restarted agent finds its facts on the node: nothing to write.
+  AgentProcess b(args, {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+  ASSERT_GT(b.port(), 0) << b.err();
+  std::string text = AfterConditionPatches(b, 3);
+  EXPECT_EQ(FactsMetrics(text), (std::vector<double>{1, 0, 0})) << text;
+  EXPECT_EQ(facts_patches(), 2u) << Log();
+  fs::remove_all(root);
+}
+
+// An API server that answers the status patch without the annotation: said once in the log and
+// by tocsin_agent_fabric_facts_dropped_total, never reported as published, not re-sent while the
+// facts stay the same.
+TEST_F(AgentKubeTest, AServerThatDropsTheFactsIsSaidOnce) {
+  StartServer({"--status-drops-metadata"});
+  AgentProcess a({"--root", kNodes + "ib-healthy", "--listen", "127.0.0.1:0", "--kubeconfig",
+                  kubeconfig_, "--reconcile", "100ms", "--heartbeat", "100ms"},
+                 {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+  ASSERT_GT(a.port(), 0) << a.err();
+  std::string text = AfterConditionPatches(a, 5);
+  EXPECT_EQ(FactsMetrics(text), (std::vector<double>{0, 1, 1})) << text;
+  EXPECT_EQ(MetricValue(text, "tocsin_agent_kube_errors_total"), 0) << text;
+  std::string err = a.err();
+  const std::string said = "was answered without the annotation tocsin.io/fabric";
+  size_t first = err.find(said);
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(said, first + 1), std::string::npos) << err;
+  json node = Api("/api/v1/nodes/gpu-node-01");
+  EXPECT_FALSE(node["metadata"].value("annotations", json::object()).contains("tocsin.io/fabric"));
 }
 
 // An API server that does not answer: the agent keeps serving, says it is not connected, and

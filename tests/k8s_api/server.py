@@ -303,6 +303,8 @@ def main():
     p.add_argument("--churn", type=float, default=0,
                    help="modify this many random pods per second (restartCount, status)")
     p.add_argument("--churn-seconds", type=float, default=60, help="for this long")
+    p.add_argument("--status-drops-metadata", action="store_true",
+                   help="PATCH of nodes/<name>/status ignores metadata (labels, annotations)")
     p.add_argument("--log", help="append one line per request to this file")
     p.add_argument("--max-seconds", type=float, default=300)
     args = p.parse_args()

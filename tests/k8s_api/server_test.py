@@ -177,6 +177,16 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(types, theirs + ["RDMAFabricDegraded"])  # merged, others kept
         self.assertEqual(node["status"]["conditions"][-1]["status"], "False")
         self.assertEqual(self.server.send("PATCH", "/api/v1/nodes/%s/status" % name, {})[0], 415)
+        # Metadata through the status subresource is kept, the spec is not (strategy.go).
+        code, node = self.server.send("PATCH", "/api/v1/nodes/%s/status" % name,
+                                      {"metadata": {"annotations": {"tocsin.io/fabric": "{}"}},
+                                       "spec": {"unschedulable": True}}, smp)
+        self.assertEqual(node["metadata"]["annotations"]["tocsin.io/fabric"], "{}")
+        self.assertNotIn("unschedulable", node["spec"])
+        code, node = self.server.send("PATCH", "/api/v1/nodes/%s/status" % name,
+                                      {"metadata": {"annotations": {"tocsin.io/fabric": None}}},
+                                      smp)
+        self.assertNotIn("tocsin.io/fabric", node["metadata"].get("annotations", {}))
         # The node itself: a stale resourceVersion conflicts.
         code, _ = self.server.send("PATCH", "/api/v1/nodes/" + name,
                                    {"metadata": {"resourceVersion": "1"}, "spec": {}}, smp)

@@ -88,8 +88,12 @@ class WritesMixin:
 
     def do_PATCH(self):
         """nodes/<name> and nodes/<name>/status with a strategic merge patch: conditions merge by
-        type (their patchMergeKey), other lists are replaced, maps merge. The status subresource
-        changes only status; the node itself only metadata and spec, guarded by resourceVersion."""
+        type (their patchMergeKey), other lists are replaced, maps merge. As the real server's
+        node strategies (pkg/registry/core/node/strategy.go): the status subresource keeps the
+        old spec (nodeStatusStrategy.PrepareForUpdate), the node itself the old status; both
+        take labels and annotations. The node itself is guarded by resourceVersion.
+        --status-drops-metadata makes the status subresource drop metadata (a server that
+        would), for the agent's fabric facts."""
         begun = self.begin_write("PATCH")
         if begun is None:
             return
@@ -113,6 +117,11 @@ class WritesMixin:
                 merge(node.setdefault("status", {}), body.get("status", {}))
             else:
                 merge(node.setdefault("spec", {}), body.get("spec", {}))
+            if not (status and self.state.args.status_drops_metadata):
+                meta = body.get("metadata") or {}
+                for key in ("labels", "annotations"):
+                    if isinstance(meta.get(key), dict):
+                        merge(node["metadata"].setdefault(key, {}), meta[key])
             return node
 
         want = None if status else body.get("metadata", {}).get("resourceVersion")
