@@ -3,7 +3,8 @@
 
 The stack, as a cluster runs it (README "Install in a cluster"), on this machine:
   - the real control plane (tools/k8s/up.sh) with the test kubelet's fabric nodes;
-  - `tocsin controller` (deploy/controller's RBAC, its ServiceAccount's token) with canaries;
+  - `tocsin controller` (deploy/controller's RBAC and drift-rbac.yaml, its ServiceAccount's
+    token) with canaries and a drift baseline;
   - one `tocsin agent` per fixture node (a copy of testdata/nodes/ib-healthy each, with the
     shipped agent.yaml of deploy/agent/configmap.yaml), as host processes;
   - Prometheus scraping them every 15 s as the shipped scrape configs name them (jobs
@@ -25,12 +26,12 @@ injection to its alert's notification:
   mount-missing       /mnt/lustre gone from mountinfo                  (SharedStorageDegraded,
   probe-slow          the probed folder turns slow (FUSE, 300 ms)       each)
   canary-no-rdma      no node advertises the canary's RDMA resource  TocsinCanaryFailing
-  drift               not timed yet (the controller runs without --drift-baseline   -
-                      here; tests/k8s/drift_test.py proves detection on the real
-                      control plane)
+  drift               the baseline's GPU nodes advertise a resource  TocsinFabricDrift
+                      this cluster lacks (--drift-baseline: a `tocsin snapshot` of the healthy
+                      stack, judged every --drift-interval)
 
 Goal: each within 120 s (the port within 60 s) and no notification while healthy. --short runs
-the quick version that `make test` runs (a 45 s quiet window, five rows, panels reported; beside
+the quick version that `make test` runs (a 45 s quiet window, six rows, panels reported; beside
 the other tests a row passes within twice its goal, reported as late). Every panel of the
 shipped dashboards (deploy/base/dashboards) is queried against this Prometheus, healthy and
 faulty: a query that returns no series in either is reported and fails the run. Exit 1 when a row
@@ -64,6 +65,7 @@ from controller_alert_e2e import free_port, get_json  # noqa: E402
 PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
 RESOURCE = "rdma/hca_shared_devices_a"
 GPU_NODES = ("gpu-node-01", "gpu-node-02")
+DRIFT_RESOURCE = "rdma/hca_staging_only"
 CANARY_NS = "tocsin"
 PLUGIN_NS = "tocsin-ttd"
 
@@ -184,7 +186,8 @@ class Stack:
         c = self.c
         if c.kubectl("get", "namespace", CANARY_NS, check=False).returncode != 0:
             c.kubectl("create", "namespace", CANARY_NS)
-        for f in (("controller", "rbac.yaml"), ("components", "canary", "canary-rbac.yaml")):
+        for f in (("controller", "rbac.yaml"), ("components", "canary", "canary-rbac.yaml"),
+                  ("components", "drift", "drift-rbac.yaml")):
             c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", *f))
         token = c.service_account_token(CANARY_NS, "tocsin-controller")
         kubeconfig = c.token_kubeconfig(os.path.join(self.tmp, "sa.kubeconfig"), token)
@@ -199,10 +202,22 @@ class Stack:
                                 "--canary-expect", "tcp", "--canary-interval", self.args.canary_interval,
                                 "--canary-timeout", "20s", "--canary-minbytes", "1K",
                                 "--canary-maxbytes", "64K",
-                                "--canary-pending-deadline", self.args.canary_pending_deadline],
+                                "--canary-pending-deadline", self.args.canary_pending_deadline,
+                                "--drift-baseline", self.baseline,
+                                "--drift-interval", self.args.drift_interval],
                  self.tmp)
         self.procs.append(p)
         self.controller_port = Cluster.wait_for(p.listen_port, 30, "the controller to listen")
+
+    def drift_baseline(self):
+        """Staging as signed off: a snapshot of this healthy cluster, taken once its agents run
+        (the controller compares the live cluster with it; the drift row edits it)."""
+        self.baseline = os.path.join(self.tmp, "baseline.json")
+        r = subprocess.run([self.args.tocsin, "snapshot", "--kubeconfig", self.c.kubeconfig,
+                            "--no-pods", "--out", self.baseline],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise AssertionError("tocsin snapshot: " + r.stderr)
 
     def device_plugin(self):
         """A healthy cluster runs its RDMA device plugin on every fabric node (else the controller
@@ -320,6 +335,16 @@ class Stack:
                                {"op": "replace", "path": "/spec/template/spec/containers/0/command",
                                 "value": ["sh", "-c", "exit 1"]}]))
             return lambda ls: ls.get("subject") == f"{PLUGIN_NS}/rdma-shared-dp-ds"
+        if row == "drift":
+            # Staging's GPU nodes advertise a resource production lacks: jobs sized in staging
+            # for it do not schedule here.
+            with open(self.baseline) as f:
+                snap = json.load(f)
+            for item in snap.get("items", []):
+                if item.get("kind") == "Node" and item["metadata"]["name"] in GPU_NODES:
+                    item.setdefault("status", {}).setdefault("allocatable", {})[DRIFT_RESOURCE] = "8"
+            write_atomic(self.baseline, json.dumps(snap))
+            return lambda ls: DRIFT_RESOURCE in ls.get("subject", "")
         if row == "canary-no-rdma":
             with open(self.overrides + ".new", "w") as f:
                 json.dump({node: {"allocatable": {RESOURCE: "0"}} for node in GPU_NODES}, f)
@@ -433,8 +458,11 @@ ROWS = [  # row, expected alert, goal (s), what was injected
     ("probe-slow", "TocsinNodeConditionTrue", 120, "the probed shared folder answers in 300 ms"),
     ("canary-no-rdma", "TocsinCanaryFailing", 120,
      "no node advertises the canaries' RDMA resource"),
+    ("drift", "TocsinFabricDrift", 120,
+     "the baseline's (staging's) GPU nodes advertise an RDMA resource this cluster lacks"),
 ]
-SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors", "canary-no-rdma")
+SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors", "canary-no-rdma",
+         "drift")
 
 
 def main():
@@ -451,6 +479,9 @@ def main():
     a.add_argument("--canary-interval", default="30s")
     a.add_argument("--canary-pending-deadline", default="2m",
                    help="the controller's default; --short: 30s")
+    a.add_argument("--drift-interval", default="30s",
+                   help="the controller's --drift-interval (default 5m): a row measures detection "
+                        "and delivery, not the wait for the next run")
     a.add_argument("--deadline", type=float, default=420, help="longest wait for one alert")
     a.add_argument("--json", help="write the results here too")
     args = a.parse_args()
@@ -475,12 +506,14 @@ def main():
     c = Cluster(env)
     stack = Stack(args, c, tmp)
     out = {"quiet_seconds": args.quiet, "group_wait": args.group_wait,
-           "canary_interval": args.canary_interval, "rows": [], "skipped": skipped}
+           "canary_interval": args.canary_interval, "drift_interval": args.drift_interval,
+           "rows": [], "skipped": skipped}
     try:
         stack.device_plugin()
+        stack.agents([r[0] for r in rows
+                      if r[0] not in ("plugin-crashloop", "canary-no-rdma", "drift")] + ["healthy"])
+        stack.drift_baseline()
         stack.controller()
-        stack.agents([r[0] for r in rows if r[0] not in ("plugin-crashloop", "canary-no-rdma")]
-                     + ["healthy"])
         stack.prometheus_and_alertmanager()
         # Quiet: from the first scrape on, every notification is a false alarm.
         t_quiet = time.monotonic()
@@ -552,9 +585,6 @@ def main():
           f"{len(empty)} without data")
     for q in empty:
         print(f"  no data: {q}")
-    if not args.short:
-        print(f"{'drift':18} not measured: this stack's controller runs without "
-              "--drift-baseline (tests/k8s/drift_test.py proves detection)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
