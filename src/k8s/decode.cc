@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,7 +16,9 @@
 #include <sstream>
 
 #include "base/strings.h"
+#include "k8s/decode_stream.h"
 #include "k8s/json_fields.h"
+#include "k8s/list_scan.h"
 #include "sys/env.h"
 
 namespace tocsin::k8s {
@@ -24,119 +27,18 @@ using namespace internal;  // NOLINT: the decoding helpers of this library
 
 namespace {
 
-// Where a List's items are, found without parsing them: the List's own "kind" and the byte range
-// of every element of its top-level "items" array. Parsing each item on its own keeps simdjson's
-// structural index to one item instead of the whole document (4 bytes per structural
-// character), which is what bounds memory on a 100,000-pod snapshot.
-struct ListLayout {
-  bool has_items = false;
-  std::string kind;
-  std::string continue_token;                    // metadata.continue (raw JSON string contents)
-  std::string resource_version;                  // metadata.resourceVersion
-  std::vector<std::pair<size_t, size_t>> items;  // [begin, end) offsets of each element
-};
-
-bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-Status ScanList(std::string_view s, ListLayout& out) {
-  int depth = 0;
-  bool in_items = false;
-  bool in_meta = false;  // inside the List's own metadata object
-  size_t item_start = 0;
-  std::string last_key, meta_key;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '"') {
-      size_t start = ++i;
-      while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
-      if (i >= s.size()) return Status::ParseError("unterminated string (truncated document?)");
-      if (depth == 1 || (in_meta && depth == 2)) {  // the List's own fields only
-        std::string_view str = s.substr(start, i - start);
-        size_t j = i + 1;
-        while (j < s.size() && IsJsonSpace(s[j])) ++j;
-        bool is_key = j < s.size() && s[j] == ':';
-        std::string& key = depth == 1 ? last_key : meta_key;
-        if (is_key) {
-          key.assign(str);
-        } else if (depth == 1 && key == "kind") {
-          out.kind.assign(str);
-        } else if (depth == 2 && key == "continue") {
-          out.continue_token.assign(str);
-        } else if (depth == 2 && key == "resourceVersion") {
-          out.resource_version.assign(str);
-        }
-      } else if (in_items && depth == 2) {
-        return Status::ParseError("items[" + std::to_string(out.items.size()) + "]: not an object");
-      }
-      continue;
-    }
-    if (c == '{' || c == '[') {
-      if (depth == 1 && c == '[' && last_key == "items") {
-        in_items = true;
-        out.has_items = true;
-      } else if (depth == 1 && c == '{' && last_key == "metadata") {
-        in_meta = true;
-      } else if (in_items && depth == 2) {
-        if (c != '{') {
-          return Status::ParseError("items[" + std::to_string(out.items.size()) +
-                                    "]: not an object");
-        }
-        item_start = i;
-      }
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth < 0) return Status::ParseError("unbalanced '" + std::string(1, c) + "'");
-      if (in_items && depth == 2 && c == '}') out.items.push_back({item_start, i + 1});
-      if (in_items && depth == 1 && c == ']') in_items = false;
-      if (in_meta && depth == 1) in_meta = false;
-    } else if (in_items && depth == 2 && !IsJsonSpace(c) && c != ',') {
-      return Status::ParseError("items[" + std::to_string(out.items.size()) + "]: not an object");
-    }
-  }
-  if (depth != 0) return Status::ParseError("unbalanced braces (truncated document?)");
-  return Status::Ok();
-}
-
-// An item of a typed list (what the API server returns) has no "kind": the List's is written
-// into the kept text, so that the snapshot reads back alone.
-void KeepRaw(std::string_view item, const std::string& list_item_kind, Snapshot& out) {
-  bool has_kind = false;
-  {
-    ListLayout layout;
-    has_kind = ScanList(item, layout).ok() && !layout.kind.empty();
-  }
-  if (has_kind || list_item_kind.empty()) {
-    out.raw.emplace_back(item);
-    return;
-  }
-  std::string text = "{\"kind\":\"" + list_item_kind + "\"";
-  std::string_view rest = Trim(item.substr(1));
-  if (rest != "}") text += ",";
-  text.append(rest);
-  out.raw.push_back(std::move(text));
-}
+// The window LoadFile reads a List through (grown for an item larger than half of it).
+constexpr size_t kStreamWindow = size_t{1} << 20;
 
 Status DecodeList(const simdjson::padded_string& padded, const ListLayout& layout,
                   const std::string& source, Snapshot& out) {
-  std::string item_kind = layout.kind == "List" || layout.kind.size() <= 4
-                              ? ""
-                              : layout.kind.substr(0, layout.kind.size() - 4);
+  std::string item_kind = ItemKind(layout.kind);
   od::parser parser;
-  size_t capacity = padded.size() + simdjson::SIMDJSON_PADDING;
+  size_t allocated = padded.size() + simdjson::SIMDJSON_PADDING;
   for (size_t index = 0; index < layout.items.size(); ++index) {
     auto [begin, end] = layout.items[index];
-    std::string where = source + ": items[" + std::to_string(index) + "]";
-    od::document doc;
-    if (auto e = parser.iterate(padded.data() + begin, end - begin, capacity - begin).get(doc)) {
-      return Status::ParseError(where + ": " + JsonError(e));
-    }
-    od::object obj;
-    if (auto e = doc.get_object().get(obj)) {
-      return Status::ParseError(where + ": " + JsonError(e));
-    }
-    Err err = DecodeObject(obj, item_kind, out);
-    if (err) return ToStatus(err, where);
-    if (out.keep_raw) KeepRaw(std::string_view(padded.data() + begin, end - begin), item_kind, out);
+    TOCSIN_RETURN_IF_ERROR(DecodeListItem(parser, padded.data(), begin, end, allocated, index,
+                                          item_kind, source, out));
   }
   return Status::Ok();
 }
@@ -148,8 +50,7 @@ Status DecodePadded(const simdjson::padded_string& padded, const std::string& so
     ListLayout layout;
     Status st = ScanList(text, layout);
     if (!st.ok()) return st.WithPrefix(source);
-    bool is_list = layout.kind == "List" ||
-                   (layout.kind.size() > 4 && layout.kind.substr(layout.kind.size() - 4) == "List");
+    bool is_list = IsListKind(layout.kind);
     if (is_list && !layout.has_items) {
       return Status::ParseError(source + ": " + layout.kind + " without an items array");
     }
@@ -266,31 +167,41 @@ Status LoadFile(const std::string& path, Snapshot& out, size_t max_bytes) {
     s << std::cin.rdbuf();
     text = simdjson::padded_string(s.str());
   } else {
-    // Straight into simdjson's padded buffer: the document is in memory once. Never blocks on a
-    // FIFO: only a regular file is read.
+    // Never blocks on a FIFO: only a regular file is read.
     TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
     struct stat st {};
     size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
     if (size > max_bytes) {
-      ::close(fd);
       return Status::InvalidArgument(path + ": " + std::to_string(size) +
                                      " bytes, more than the " + std::to_string(max_bytes) +
                                      " allowed");
     }
-    text = simdjson::padded_string(size);
-    size_t got = 0;
-    while (got < size) {
-      ssize_t n = ::read(fd, text.data() + got, size - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int err = errno;
-        ::close(fd);
-        return Status::IoError(path + ": " + std::strerror(err));
+    size_t left = size;  // a file that grows meanwhile is read as it was
+    auto read = [&](char* p, size_t n) -> Result<size_t> {
+      n = std::min(n, left);
+      size_t got = 0;
+      while (got < n) {
+        ssize_t r = ::read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return Status::IoError(path + ": " + std::strerror(errno));
+        if (r == 0) break;
+        got += static_cast<size_t>(r);
       }
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    ::close(fd);
+      left -= got;
+      return got;
+    };
+    // A List (what a snapshot is) is decoded through a window that slides over the file, which is
+    // never in memory whole; anything else is read whole, straight into simdjson's padded buffer.
+    TOCSIN_ASSIGN_OR_RETURN(bool streamed, DecodeListStream(read, kStreamWindow, path, out));
+    if (streamed) return Status::Ok();
+    if (::lseek(fd, 0, SEEK_SET) != 0) return Status::IoError(path + ": " + std::strerror(errno));
+    left = size;
+    text = simdjson::padded_string(size);
+    TOCSIN_ASSIGN_OR_RETURN(size_t got, read(text.data(), size));
     if (got < size) text = simdjson::padded_string(text.data(), got);  // it shrank meanwhile
   }
   std::string_view t = Trim(std::string_view(text.data(), text.size()));

@@ -1,0 +1,192 @@
+#include "k8s/decode_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "k8s/decode.h"
+#include "k8s/list_scan.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace tocsin::k8s::internal {
+namespace {
+
+// What a decode put in a snapshot, as text to compare.
+std::string Describe(const Status& st, const Snapshot& s) {
+  std::string r = st.ok() ? "ok" : "error: " + st.message();
+  for (const auto& n : s.nodes) r += " node:" + n.name + "/" + std::to_string(n.labels.size());
+  for (const auto& p : s.pods) {
+    r += " pod:" + p.ns + "/" + p.name + "/" + std::to_string(p.containers.size());
+  }
+  for (const auto& d : s.daemonsets) r += " ds:" + d.name;
+  for (const auto& c : s.configmaps) r += " cm:" + c.name;
+  for (const auto& j : s.jobs) r += " job:" + j.kind + "/" + j.name;
+  for (const auto& [k, v] : s.other_kinds) r += " other:" + k + "=" + std::to_string(v);
+  for (const auto& src : s.sources) r += " source:" + src;
+  for (const auto& raw : s.raw) r += " raw:" + raw;
+  return r;
+}
+
+// DecodeListStream over `text`, read `chunk` bytes at most at a time through a `window`; what
+// DecodeJson gives when the stream declines (as LoadFile does).
+std::string Streamed(std::string_view text, size_t window, size_t chunk, Snapshot& out,
+                     bool* streamed = nullptr) {
+  size_t at = 0;
+  ReadFn read = [&](char* p, size_t n) -> Result<size_t> {
+    n = std::min({n, chunk, text.size() - at});
+    std::copy_n(text.data() + at, n, p);
+    at += n;
+    return n;
+  };
+  Result<bool> r = DecodeListStream(read, window, "snap.json", out);
+  if (streamed != nullptr) *streamed = r.ok() && *r;
+  if (r.ok() && !*r) return Describe(DecodeJson(text, "snap.json", out), out);
+  return Describe(r.status(), out);
+}
+
+std::string Whole(std::string_view text, bool keep_raw = false) {
+  Snapshot s;
+  s.keep_raw = keep_raw;
+  return Describe(DecodeJson(text, "snap.json", s), s);
+}
+
+const char* kPod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%","namespace":"ns",
+  "labels":{"job-name":"j"}},"spec":{"nodeName":"n","containers":[{"name":"c","image":"i",
+  "env":[{"name":"NCCL_DEBUG","value":"INFO"}]}]},"status":{"phase":"Running"}})";
+
+std::string Pod(int i, bool with_kind = true) {
+  std::string p = kPod;
+  p.replace(p.find('%'), 1, std::to_string(i));
+  if (!with_kind) p.erase(p.find(R"("kind":"Pod",)"), 13);
+  return p;
+}
+
+std::string List(const std::string& head, int pods, const std::string& tail, bool kinds = true) {
+  std::string s = head + "\"items\":[";
+  for (int i = 0; i < pods; ++i) s += (i > 0 ? ",\n" : "") + Pod(i, kinds);
+  return s + "]" + tail + "}";
+}
+
+TEST(DecodeStreamTest, SameAsWholeTextForEveryOrderWindowAndRead) {
+  const std::pair<std::string, bool> docs[] = {
+      // kind first (the API server's order): streamed
+      {List(R"({"kind":"List","metadata":{"resourceVersion":"1"},)", 30, ""), true},
+      {List(R"({"kind":"PodList",)", 30, "", false), true},
+      // kind after the items (kubectl's order), items with their own kind: streamed
+      {List(R"({"apiVersion":"v1",)", 30, R"(,"kind":"List","metadata":{})"), true},
+      // a typed list whose kind comes last and whose items have none: decoded whole
+      {List(R"({"apiVersion":"v1",)", 30, R"(,"kind":"PodList")", false), false},
+      // not a List at all, though it has items: decoded whole
+      {List(R"({"kind":"Foo",)", 3, ""), false},
+      {List(R"({)", 3, R"(,"kind":"Foo")"), false},
+      // errors: a bad item, a truncated document, an item that is not an object
+      {List(R"({"kind":"List",)", 5, R"(,"x":{"creationTimestamp":"no"})") + "]", true},
+      {R"({"kind":"List","items":[{"kind":"Node","metadata":{"creationTimestamp":"x"}}]})", true},
+      {List(R"({"kind":"List",)", 5, "").substr(0, 900), true},
+      {R"({"kind":"List","items":[{"kind":"Node"},7]})", true},
+      {R"({"kind":"List"})", true},
+      {R"(  ["not", "an object"])", false},
+  };
+  for (const auto& [text, want_streamed] : docs) {
+    std::string want = Whole(text);
+    for (size_t window : {64, 256, 4096, 1 << 20}) {
+      for (size_t chunk : {1, 13, 1000, 1 << 20}) {
+        Snapshot s;
+        bool streamed = false;
+        EXPECT_EQ(Streamed(text, window, chunk, s, &streamed), want)
+            << text << " window " << window << " chunk " << chunk;
+        if (want.starts_with("ok")) {
+          EXPECT_EQ(streamed, want_streamed) << text;
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodeStreamTest, KeptTextAndWhatWasThereBefore) {
+  std::string text = List(R"({"kind":"PodList",)", 4, "", false);
+  Snapshot s;
+  s.keep_raw = true;
+  s.sources.push_back("before");
+  s.other_kinds["Service"] = 1;
+  Snapshot w = s;
+  Status st = DecodeJson(text, "snap.json", w);
+  EXPECT_EQ(Streamed(text, 128, 7, s), Describe(st, w));
+  // The stream declines (a typed list named last): what it had decoded is undone.
+  std::string late = List(R"({)", 4, R"(,"kind":"PodList")", false);
+  Snapshot a = s, b = s;
+  Status whole = DecodeJson(late, "snap.json", b);
+  EXPECT_EQ(Streamed(late, 128, 7, a), Describe(whole, b));
+}
+
+TEST(DecodeStreamTest, ReadErrorLeavesTheSnapshotAsItWas) {
+  std::string text = List(R"({"kind":"List",)", 50, "");
+  size_t at = 0;
+  ReadFn read = [&](char* p, size_t n) -> Result<size_t> {
+    if (at > 2000) return Status::IoError("snap.json: Input/output error");
+    n = std::min(n, text.size() - at);
+    std::copy_n(text.data() + at, n, p);
+    at += n;
+    return n;
+  };
+  Snapshot s;
+  Result<bool> r = DecodeListStream(read, 512, "snap.json", s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("Input/output error"), std::string::npos);
+  EXPECT_EQ(Describe(Status::Ok(), s), "ok");
+}
+
+// LoadFile reads a List through the window: the same snapshot as the whole text, also with the
+// portable kernels a CPU without SSE2 or AVX2 runs: the scan's and simdjson's (whose stage 1 picks
+// its implementation at run time; SIMDJSON_FORCE_IMPLEMENTATION=fallback does the same).
+TEST(DecodeStreamTest, LoadFileStreamsAndFallsBack) {
+  ::tocsin::testing::ScopedTempDir tmp("decode-stream");
+  std::string big = List(R"({"kind":"List",)", 3000, "");  // ~900 KB: several windows
+  std::string late = List(R"({)", 20, R"(,"kind":"PodList")", false);
+  const simdjson::implementation* cpu = simdjson::get_active_implementation();
+  const simdjson::implementation* portable = simdjson::get_available_implementations()["fallback"];
+  ASSERT_NE(portable, nullptr);
+  for (ScanKernel k : {ScanKernel::kAuto, ScanKernel::kPortable}) {
+    ASSERT_TRUE(SetScanKernelForTesting(k));
+    simdjson::get_active_implementation() = k == ScanKernel::kAuto ? cpu : portable;
+    for (const std::string* text : {&big, &late}) {
+      Snapshot s;
+      Status st = LoadFile(tmp.Write("snap.json", *text), s);
+      std::string want = Whole(*text);
+      want.replace(want.find("source:snap.json"), 16, "source:" + tmp.path() + "/snap.json");
+      EXPECT_EQ(Describe(st, s), want);
+    }
+  }
+  SetScanKernelForTesting(ScanKernel::kAuto);
+  simdjson::get_active_implementation() = cpu;
+  Snapshot s;
+  Status st = LoadFile(tmp.Write("bad.json", big.substr(0, big.size() - 3)), s);
+  EXPECT_NE(st.message().find("unbalanced braces"), std::string::npos) << st.message();
+  EXPECT_TRUE(s.pods.empty());
+}
+
+// Random cuts and edits of a List: the stream never disagrees with the whole text.
+TEST(DecodeStreamTest, RandomDifferential) {
+  std::mt19937 rng(11);
+  std::string base = List(R"({"kind":"List",)", 12, R"(,"metadata":{})");
+  const std::string alphabet = "{}[]\"\\:, kindListPod0";
+  for (int round = 0; round < 400; ++round) {
+    std::string s = base;
+    for (int m = rng() % 4; m > 0; --m) {
+      size_t at = rng() % s.size();
+      if (rng() % 2) {
+        s[at] = alphabet[rng() % alphabet.size()];
+      } else {
+        s.erase(at, 1 + rng() % 20);
+      }
+    }
+    Snapshot out;
+    ASSERT_EQ(Streamed(s, 64 + rng() % 2000, 1 + rng() % 500, out), Whole(s)) << s;
+  }
+}
+
+}  // namespace
+}  // namespace tocsin::k8s::internal
