@@ -6,13 +6,15 @@ tools/make_job_fixtures.py --scale-nodes writes one job (ml/llm) of --nodes node
 export it (GPU utilisation per GPU, RDMA and Ethernet rates, storage probe histogram, Lustre wait,
 NCCL transport per process, the pods' attribution series: 16 series per node) over --hours at
 --interval seconds, its last node straggling in the last quarter; `promtool tsdb
-create-blocks-from openmetrics` backfills it and Prometheus serves it (its query log on). Then,
-alternating for --rounds rounds:
+create-blocks-from openmetrics` backfills it, `create-blocks-from rules` adds the tocsin-job
+records over the same window (what a Prometheus evaluating the shipped rules holds), and
+Prometheus serves it (its query log on). Then, alternating for --rounds rounds:
   - `tocsin job ml/llm --since 24h -o json` (wall time and peak RSS of the process);
   - the yardstick: the same query_range requests (read from Prometheus's query log) sent one
     after another from this script: what Prometheus alone takes to answer them.
-Prints medians; exit 1 if tocsin's median is over --goal seconds or the verdict is not exactly
-job.network.straggler on the last node.
+Then once `--source expressions` (the records re-evaluated from the agents' series: the cost
+without recorded history). Prints medians; exit 1 if tocsin's median is over --goal seconds, the
+records were not read, or the verdict is not exactly job.network.straggler on the last node.
 
   bench/job_view.py [--nodes 512] [--hours 24] [--interval 60] [--rounds 5]
 Needs `make build` (or --tocsin), prometheus and promtool (tools/deps.sh). Bounded: every wait
@@ -30,6 +32,8 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -94,27 +98,60 @@ def main():
                        check=True, timeout=3600, capture_output=True)
         os.remove(om)
         print(f"backfilled in {time.monotonic() - t:.0f} s")
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        qlog = os.path.join(tmp, "queries.log")
-        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
-            f.write(f"global: {{evaluation_interval: 15s, query_log_file: {qlog}}}\n")
-        log = open(os.path.join(tmp, "prometheus.log"), "ab")
-        prom = subprocess.Popen(
-            ["prometheus", f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tsdb}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=3d"],
-            stdout=log, stderr=log)
-        deadline = time.monotonic() + 300
-        while True:
+        def start_prometheus():
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+                f.write(f"global: {{evaluation_interval: 15s, query_log_file: {qlog}}}\n")
+            log = open(os.path.join(tmp, "prometheus.log"), "ab")
+            p = subprocess.Popen(
+                ["prometheus", f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tsdb}",
+                 f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=3d"],
+                stdout=log, stderr=log)
+            deadline = time.monotonic() + 300
+            while True:
+                try:
+                    with urllib.request.urlopen(url + "/-/ready", timeout=2) as r:
+                        if r.status == 200:
+                            return p, url
+                except OSError:
+                    pass
+                if p.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("prometheus did not become ready")
+                time.sleep(0.2)
+
+        def stop(p):
+            p.terminate()
             try:
-                with urllib.request.urlopen(url + "/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if prom.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("prometheus did not become ready")
-            time.sleep(0.2)
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+        qlog = os.path.join(tmp, "queries.log")
+        prom, url = start_prometheus()
+        # The records, as a Prometheus evaluating the shipped rules holds them: the tocsin-job
+        # group backfilled over the window (promtool evaluates them through this Prometheus).
+        with open(os.path.join(ROOT, "deploy", "agent", "alerts.yaml")) as f:
+            group = [g for g in yaml.safe_load(f)["groups"] if g["name"] == "tocsin-job"][0]
+        rules = os.path.join(tmp, "job-rules.yaml")
+        with open(rules, "w") as f:
+            yaml.safe_dump({"groups": [{"name": "tocsin-job", "rules": [
+                r for r in group["rules"] if "record" in r]}]}, f)
+        blocks = os.path.join(tmp, "rule-blocks")
+        t = time.monotonic()
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules",
+                        f"--start={end - args.hours * 3600}", f"--end={end}",
+                        f"--eval-interval={args.interval}s", f"--url={url}",
+                        f"--output-dir={blocks}", rules],
+                       check=True, timeout=7200, capture_output=True)
+        print(f"recording rules backfilled in {time.monotonic() - t:.0f} s")
+        stop(prom)
+        prom = None
+        for block in os.listdir(blocks):
+            shutil.move(os.path.join(blocks, block), os.path.join(tsdb, block))
+        os.remove(qlog)  # promtool's queries: only tocsin job's are replayed
+        prom, url = start_prometheus()
         argv = [args.tocsin, "job", "ml/llm", "--prometheus", url, "--since", f"{args.hours}h",
                 "--until", rfc3339(end), "--fail-on", "warning", "-o", "json"]
         # Warm-up (Prometheus's page cache and head): also the run whose queries are replayed.
@@ -143,6 +180,14 @@ def main():
             secs, _, _ = timed_child(argv, 120)
             ours.append(secs)
             theirs.append(replay())
+        source = json.loads(timed_child(argv, 120)[2])["inventory"]["source"]
+        # Before: the rules' expressions over the agents' series (no records read).
+        try:
+            exp_secs, _, exp_out = timed_child(argv + ["--source", "expressions", "--timeout",
+                                                      "600s"], 1800)
+            exp_got = sorted((f["check"], f["subject"]) for f in json.loads(exp_out)["findings"])
+        except RuntimeError as e:
+            exp_secs, exp_got = None, str(e)
         load = os.getloadavg()[0]
         med, ymed = statistics.median(ours), statistics.median(theirs)
         print(f"tocsin job ml/llm --since {args.hours}h ({args.nodes} nodes, {len(paths)} "
@@ -150,8 +195,11 @@ def main():
               f"(min {min(ours):.3f}, max {max(ours):.3f}); peak RSS {rss:.1f} MiB")
         print(f"yardstick, the same requests from Python one after another: median {ymed:.3f} s "
               f"(tocsin / yardstick {med / ymed:.2f}x); load average {load:.1f}")
-        print(f"verdicts: {got}")
-        ok = med <= args.goal and got == want
+        print(f"verdicts: {got} (series read: {source})")
+        print("the same with --source expressions (the rules' expressions over the agents' "
+              f"series): " + (f"{exp_secs:.3f} s, verdicts {exp_got}" if exp_secs is not None
+                              else f"failed: {exp_got}"))
+        ok = med <= args.goal and got == want and source == "recorded"
         if got != want:
             print(f"job_view: expected exactly {want}", file=sys.stderr)
         if med > args.goal:
@@ -161,7 +209,7 @@ def main():
         if prom is not None:
             prom.terminate()
             try:
-                prom.wait(timeout=30)
+                prom.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 prom.kill()
                 prom.wait()
