@@ -1,5 +1,7 @@
 #include "k8s/fabric_facts.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "base/json_fields.h"
@@ -14,16 +16,27 @@ constexpr int kMaxDepth = 3;  // {hcas: [{...}]}
 }  // namespace
 
 std::string EncodeFabricFacts(const FabricFacts& facts) {
-  nlohmann::json hcas = nlohmann::json::array();
-  for (const auto& h : facts.hcas) {
-    hcas.push_back({{"name", h.name},
-                    {"fw", h.firmware},
-                    {"board_id", h.board_id},
-                    {"link_layer", h.link_layer},
-                    {"rate", h.rate},
-                    {"mtu", h.mtu}});
-  }
-  return nlohmann::json{{"v", 1}, {"driver", facts.driver}, {"hcas", hcas}}.dump();
+  // Sysfs strings are the driver's: bytes that are not UTF-8 become U+FFFD (a throwing dump
+  // would fail the task that reads the ports), and HCAs are left out from the end until the
+  // text fits what DecodeFabricFacts accepts.
+  auto encode = [&](size_t count) {
+    nlohmann::json hcas = nlohmann::json::array();
+    for (size_t i = 0; i < count; ++i) {
+      const auto& h = facts.hcas[i];
+      hcas.push_back({{"name", h.name},
+                      {"fw", h.firmware},
+                      {"board_id", h.board_id},
+                      {"link_layer", h.link_layer},
+                      {"rate", h.rate},
+                      {"mtu", h.mtu}});
+    }
+    return nlohmann::json{{"v", 1}, {"driver", facts.driver}, {"hcas", hcas}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  size_t count = std::min(facts.hcas.size(), kMaxFabricHcas);
+  std::string text = encode(count);
+  while (text.size() > kMaxFabricFactsBytes && count > 0) text = encode(--count);
+  return text;
 }
 
 Result<FabricFacts> DecodeFabricFacts(std::string_view text) {

@@ -28,7 +28,9 @@ struct FabricFacts {
 };
 
 // Caps: 16 KiB of text, 64 HCAs, 128 bytes a string (longer ones are cut); nesting is bounded
-// while parsing. Unknown fields are skipped; a version other than 1 is an error.
+// while parsing. Unknown fields are skipped; a version other than 1 is an error. Encoding never
+// throws: bytes that are not UTF-8 become U+FFFD, and HCAs past what fits in 16 KiB are left
+// out from the end.
 inline constexpr size_t kMaxFabricFactsBytes = 16 * 1024;
 inline constexpr size_t kMaxFabricHcas = 64;
 std::string EncodeFabricFacts(const FabricFacts& facts);

@@ -20,6 +20,29 @@ TEST(FabricFactsTest, RoundTrip) {
   EXPECT_EQ(back.hcas[0].mtu, "4096");
 }
 
+// What the driver wrote is not ours: bytes that are not UTF-8 and the most a node can have still
+// encode (never throw, which would fail the agent's rdma task) into what the decoder accepts.
+TEST(FabricFactsTest, WhateverSysfsHoldsEncodesToWhatDecodes) {
+  FabricFacts f;
+  f.driver = "24.10";
+  f.hcas.push_back({"mlx5_0", std::string("28.39.\xff\xfe" "1000"), "MT_1", "InfiniBand", "400", ""});
+  std::string text = EncodeFabricFacts(f);
+  ASSERT_OK_AND_ASSIGN(FabricFacts back, DecodeFabricFacts(text));
+  ASSERT_EQ(back.hcas.size(), 1u);
+  EXPECT_EQ(back.hcas[0].firmware, "28.39.\xEF\xBF\xBD\xEF\xBF\xBD" "1000");  // U+FFFD each
+
+  FabricFacts big;
+  for (int i = 0; i < 200; ++i) {
+    std::string s(128, 'x');
+    big.hcas.push_back({"mlx5_" + std::to_string(i), s, s, s, s, s});
+  }
+  text = EncodeFabricFacts(big);
+  EXPECT_LE(text.size(), kMaxFabricFactsBytes);
+  ASSERT_OK_AND_ASSIGN(back, DecodeFabricFacts(text));
+  EXPECT_GT(back.hcas.size(), 0u);
+  EXPECT_LE(back.hcas.size(), kMaxFabricHcas);
+}
+
 TEST(FabricFactsTest, HostileInputIsCappedOrRefused) {
   EXPECT_FALSE(DecodeFabricFacts("").ok());
   EXPECT_FALSE(DecodeFabricFacts("[]").ok());
