@@ -155,20 +155,30 @@ Status KubeReporter::SyncTaint(bool want, const std::string& why) {
   return Status::Unavailable("nodes/" + options_.node_name + ": taint: 3 conflicts in a row");
 }
 
-Status KubeReporter::PublishFacts(const std::string& facts) {
+Status KubeReporter::PublishFacts(const std::string& facts, TimePoint now) {
   if (facts == node_facts_) {
     facts_published_ = true;
     return Status::Ok();
   }
   facts_published_ = false;
   if (facts == dropped_facts_) return Status::Ok();  // said once; sent again when they change
+  // A refusal (an admission policy, a 422) is not retried every reconcile: 30 s, doubling to
+  // 10 min, so that thousands of nodes never hammer the API server with it.
+  if (facts_retry_at_ && now < *facts_retry_at_) return Status::Ok();
   json patch = {{"metadata", {{"annotations", {{k8s::kFabricFactsAnnotation, facts}}}}}};
   std::string path = "/api/v1/nodes/" + options_.node_name + "/status";
   auto r = client_->Send("PATCH", path, patch.dump(), "application/strategic-merge-patch+json");
   if (!r.ok()) {
     ++errors_;
-    return r.status().WithPrefix("fabric facts");  // the next round tries again
+    facts_backoff_ = std::min<std::chrono::seconds>(
+        std::chrono::minutes(10),
+        facts_backoff_.count() == 0 ? std::chrono::seconds(30) : 2 * facts_backoff_);
+    facts_retry_at_ = now + facts_backoff_;
+    return r.status().WithPrefix("fabric facts (tried again in " +
+                                 std::to_string(facts_backoff_.count()) + " s)");
   }
+  facts_backoff_ = std::chrono::seconds(0);
+  facts_retry_at_.reset();
   ++facts_patches_;
   json node = json::parse(*r, nullptr, false);
   if (AnnotationOf(node, k8s::kFabricFactsAnnotation) == facts) {
@@ -274,7 +284,7 @@ KubeLoop::KubeLoop(std::unique_ptr<KubeReporter> reporter, ConditionOptions cond
         // Then the fabric facts, when the rdma task's last run read them and they changed.
         for (const auto& t : states) {
           if (t.name != "rdma" || !t.output || t.output->fabric_facts.empty()) continue;
-          if (Status fst = owned->PublishFacts(t.output->fabric_facts); !fst.ok()) {
+          if (Status fst = owned->PublishFacts(t.output->fabric_facts, now); !fst.ok()) {
             log("kubernetes: " + fst.message());
           }
         }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,7 +45,8 @@ class KubeReporter {
   // subresource keeps metadata: docs/FORMATS.md, "Fabric facts annotation"), when they differ
   // from what the node holds. The answer must hold them: a server that drops them is said once
   // in the log, counted, and not asked again until the facts change.
-  Status PublishFacts(const std::string& facts);
+  // A failed PATCH is tried again after a backoff (30 s doubling to 10 min), not every round.
+  Status PublishFacts(const std::string& facts, TimePoint now);
 
   uint64_t patches() const { return patches_; }
   uint64_t events() const { return events_; }
@@ -73,6 +75,8 @@ class KubeReporter {
   std::string node_facts_;     // what the node's annotation holds (read, then as answered)
   std::string dropped_facts_;  // the facts a server answered without (not sent again)
   bool facts_published_ = false, facts_drop_logged_ = false;
+  std::optional<TimePoint> facts_retry_at_;
+  std::chrono::seconds facts_backoff_{0};
   uint64_t facts_patches_ = 0, facts_dropped_ = 0;
 };
 
