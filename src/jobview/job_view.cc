@@ -73,10 +73,12 @@ std::vector<Result<QueryResult>> FetchAll(const Fetch& fetch, const std::vector<
 // evaluated after the data arrives, once per evaluation interval (15 s to 1 min).
 bool RecordsCover(const QueryResult& recorded, const QueryResult& expanded, int64_t step) {
   const size_t slack = 2 + static_cast<size_t>((120 + step - 1) / step);
-  std::map<std::string, size_t> points;
+  std::map<std::string, size_t> points;  // the most of any one series (duplicates never add up)
   for (const auto& s : recorded.series) {
     auto node = s.labels.find("node");
-    if (node != s.labels.end()) points[node->second] += s.points.size();
+    if (node != s.labels.end()) {
+      points[node->second] = std::max(points[node->second], s.points.size());
+    }
   }
   for (const auto& s : expanded.series) {
     auto node = s.labels.find("node");
@@ -129,11 +131,31 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
       view.recorded = rec.front().ok() && RecordsCover(*rec.front(), *answers.front(), view.step);
       ++view.queries;
     }
-    std::vector<std::string> rest;
-    auto path = [&](const std::string& e) { return view.recorded ? recorded(e) : expanded(e); };
-    for (const Record& rec : Records().subspan(1)) rest.push_back(path(rec.name));
-    for (const Verdict& v : Verdicts()) rest.push_back(path(v.expr));
-    for (auto& m : FetchAll(fetch, rest, o.limits, o.parallel)) answers.push_back(std::move(m));
+    auto fetch_rest = [&] {
+      std::vector<std::string> rest;
+      auto path = [&](const std::string& e) { return view.recorded ? recorded(e) : expanded(e); };
+      for (const Record& rec : Records().subspan(1)) rest.push_back(path(rec.name));
+      for (const Verdict& v : Verdicts()) rest.push_back(path(v.expr));
+      return FetchAll(fetch, rest, o.limits, o.parallel);
+    };
+    std::vector<Result<QueryResult>> rest = fetch_rest();
+    if (o.source == Source::kAuto && view.recorded) {
+      // The records every node needs must cover it too: a rule that fails (a GPU shared by two
+      // jobs makes its join many-to-many) or lags would otherwise read as a job with no GPU
+      // or fabric data, and its verdicts could never fire.
+      for (size_t i = 0; i + 1 < Records().size() && view.recorded; ++i) {
+        std::string_view name = Records()[i + 1].name;
+        bool dense = name == kGpuUtilization || name == kRdmaRate || name == kEthernetRate;
+        if (dense && (!rest[i].ok() || !RecordsCover(*rest[i], *answers.front(), view.step))) {
+          view.recorded = false;
+        }
+      }
+      if (!view.recorded) {
+        view.queries += Records().size() - 1 + Verdicts().size();  // asked, then set aside
+        rest = fetch_rest();
+      }
+    }
+    for (auto& m : rest) answers.push_back(std::move(m));
   }
   size_t next_answer = 0;
   for (const Record& rec : Records()) {

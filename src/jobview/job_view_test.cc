@@ -168,6 +168,8 @@ TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
   prom.answers[kInfo] = Matrix(FourNodes(1));
   prom.recorded[kInfo] = Matrix(FourNodes(1));
   prom.recorded[kGpuUtilization] = Matrix(FourNodes(0.9));
+  prom.recorded[kRdmaRate] = Matrix(FourNodes(1.2e10));
+  prom.recorded[kEthernetRate] = Matrix(FourNodes(2e7));
   prom.recorded[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800)}});
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   EXPECT_TRUE(view.recorded);
@@ -179,6 +181,17 @@ TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
   EXPECT_EQ(view.episodes[0].node, "node-3");
   Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
   EXPECT_EQ(report.inventory["source"], "recorded");
+
+  // The GPU record failing on one node (a GPU shared by two jobs makes its join many-to-many):
+  // the expressions, so that the node's GPU utilisation is not silently missing.
+  prom.asked.clear();
+  NodePoints gpu = FourNodes(0.9);
+  gpu.erase("node-2");
+  prom.recorded[kGpuUtilization] = Matrix(gpu);
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_FALSE(view.recorded);
+  EXPECT_NE(prom.asked.back().find("tocsin_pod_info"), std::string::npos);
+  prom.recorded[kGpuUtilization] = Matrix(FourNodes(0.9));
 
   // One node's records begin halfway (the rules deployed then): the expressions instead.
   prom.asked.clear();

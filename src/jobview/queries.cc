@@ -153,6 +153,8 @@ std::string ForJob(std::string_view expr, const JobRef& job) {
 }
 
 std::string ForJobRecorded(std::string_view expr, const JobRef& job) {
+  // Each record read as max by its own labels: the same series from two Prometheus replicas
+  // (Thanos without deduplication, an HA pair remote-writing) counts once.
   std::string matchers = "{namespace=\"" + job.namespace_ + "\", job_name=\"" + job.name + "\"}";
   std::string out;
   for (size_t i = 0; i < expr.size();) {
@@ -160,8 +162,16 @@ std::string ForJobRecorded(std::string_view expr, const JobRef& job) {
       size_t end = i;
       while (NameCharOk(expr, end)) ++end;
       std::string_view word = expr.substr(i, end - i);
-      out += word;
-      if (FindRecord(word) != nullptr) out += matchers;
+      if (FindRecord(word) != nullptr) {
+        out += "max by (namespace, job_name, node";
+        if (word == kProcessTransport) out += ", pod, pid, transport";
+        out += ") (";
+        out += word;
+        out += matchers;
+        out += ")";
+      } else {
+        out += word;
+      }
       i = end;
     } else {
       out += expr[i++];

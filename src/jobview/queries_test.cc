@@ -69,8 +69,12 @@ TEST(QueriesTest, ForJobRecordedNarrowsEveryRecordName) {
   EXPECT_EQ(ForJobRecorded("tocsin:job_node_gpu_utilization:avg < 0.5 and "
                            "tocsin:job_node_gpu_utilization:avgx > 1",
                            job),
-            "tocsin:job_node_gpu_utilization:avg{namespace=\"ml\", job_name=\"llm-7b\"} < 0.5 "
+            "max by (namespace, job_name, node) (tocsin:job_node_gpu_utilization:avg"
+            "{namespace=\"ml\", job_name=\"llm-7b\"}) < 0.5 "
             "and tocsin:job_node_gpu_utilization:avgx > 1");
+  EXPECT_EQ(ForJobRecorded(kProcessTransport, job),
+            "max by (namespace, job_name, node, pod, pid, transport) "
+            "(tocsin:job_process_nccl_transport:info{namespace=\"ml\", job_name=\"llm-7b\"})");
   for (const Verdict& v : Verdicts()) {
     std::string q = ForJobRecorded(v.expr, job);
     EXPECT_EQ(q.find("tocsin_pod_info"), std::string::npos) << q;
