@@ -36,6 +36,11 @@ Status ListBaseline(k8s::ApiClient& client, const audit::Options& audit, DriftIn
   if (Status st = client.List("/api/v1/nodes", "Node", in.baseline); !st.ok()) {
     return Status(st.code(), where + ": " + st.message());
   }
+  // No nodes (staging scaled to zero overnight, the wrong cluster): every class would be
+  // missing on one side, a warning each, and production's drift unseen meanwhile.
+  if (in.baseline.nodes.empty()) {
+    return Status::Unavailable(where + ": lists no nodes (the copy listed before is compared)");
+  }
   k8s::FabricLoad load;
   load.have = {"Node"};
   auto plugin = [&](const k8s::DaemonSet& ds) { return audit::IsDevicePlugin(ds, audit); };
@@ -176,6 +181,10 @@ class DriftWatch::Metrics : public prometheus::Collectable {
     baseline_read_at_ = baseline_read_at;
     dropped_ = static_cast<double>(dropped);
   }
+  void SetBaselineUp(bool up) {
+    std::lock_guard lock(mu_);
+    baseline_up_ = up;
+  }
   void SetBaseline(TimePoint read_at) {
     std::lock_guard lock(mu_);
     baseline_read_at_ = read_at;
@@ -244,7 +253,11 @@ DriftWatch::DriftWatch(DriftOptions options, std::optional<DriftInputs> inputs,
       cached_kinds_(std::move(cached_kinds)),
       wake_(std::move(wake)),
       metrics_(std::make_shared<Metrics>()) {
-  if (inputs_) metrics_->SetBaseline(inputs_->read_at);
+  if (inputs_) {
+    metrics_->SetBaseline(inputs_->read_at);
+  } else {
+    metrics_->SetBaselineUp(false);  // a baseline cluster not listed yet is not up
+  }
 }
 
 DriftWatch::~DriftWatch() { Stop(); }

@@ -24,6 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import SOURCE, ClusterTestCase, run_tocsin  # noqa: E402
 from controller_process import ControllerProcess  # noqa: E402
+from tcp_proxy import TcpProxy  # noqa: E402
 
 STAGING, PROD = "tocsin-drift-staging", "tocsin-drift-prod"
 NAD_CRD = "network-attachment-definitions.k8s.cni.cncf.io"
@@ -196,8 +197,21 @@ class DriftTest(ClusterTestCase):
         namespace standing in), listed at every run; unreachable, it is said and never "ok"."""
         c = self.cluster
         context = c.kubectl("config", "current-context", "--kubeconfig", c.kubeconfig).stdout.strip()
+        # The same cluster as its own baseline is refused (it would never drift)...
+        r = run_tocsin("controller", "--kubeconfig", c.kubeconfig, "--listen", "127.0.0.1:0",
+                       "--drift-context", context, "--drift-kubeconfig", c.kubeconfig, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("is the cluster this controller watches", r.stderr)
+        # ...so "staging" is reached through another address (a TCP proxy to the same server).
+        proxy = TcpProxy("127.0.0.1", int(c.env["K8S_API_PORT"]))
+        self.addCleanup(proxy.close)
+        with open(c.kubeconfig) as f:
+            text = f.read().replace(c.server, f"https://127.0.0.1:{proxy.port}")
+        staging = os.path.join(self.tmp, "staging.kubeconfig")
+        with open(staging, "w") as f:
+            f.write(text)
         ctl = ControllerProcess(c.kubeconfig, "--no-events", "--drift-context", context,
-                                "--drift-kubeconfig", c.kubeconfig,
+                                "--drift-kubeconfig", staging,
                                 "--drift-baseline-namespace", STAGING, "--drift-namespace", PROD,
                                 "--drift-interval", "1s")
         self.addCleanup(ctl.stop)
