@@ -26,8 +26,8 @@ injection to its alert's notification:
   mount-missing       /mnt/lustre gone from mountinfo                  (SharedStorageDegraded,
   probe-slow          the probed folder turns slow (FUSE, 300 ms)       each)
   canary-no-rdma      no node advertises the canary's RDMA resource  TocsinCanaryFailing
-  drift               the baseline's GPU nodes advertise a resource  TocsinFabricDrift
-                      this cluster lacks (--drift-baseline: a `tocsin snapshot` of the healthy
+  drift               the baseline holds a network attachment this   TocsinFabricDrift
+                      cluster lacks (--drift-baseline: a `tocsin snapshot` of the healthy
                       stack, judged every --drift-interval)
 
 Goal: each within 120 s (the port within 60 s) and no notification while healthy. --short runs
@@ -65,7 +65,7 @@ from controller_alert_e2e import free_port, get_json  # noqa: E402
 PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.1"
 RESOURCE = "rdma/hca_shared_devices_a"
 GPU_NODES = ("gpu-node-01", "gpu-node-02")
-DRIFT_RESOURCE = "rdma/hca_staging_only"
+DRIFT_NETWORK = "rdma-staging-net"
 CANARY_NS = "tocsin"
 PLUGIN_NS = "tocsin-ttd"
 
@@ -336,15 +336,18 @@ class Stack:
                                 "value": ["sh", "-c", "exit 1"]}]))
             return lambda ls: ls.get("subject") == f"{PLUGIN_NS}/rdma-shared-dp-ds"
         if row == "drift":
-            # Staging's GPU nodes advertise a resource production lacks: jobs sized in staging
-            # for it do not schedule here.
+            # Staging attaches its jobs to a network production lacks: pods asking for it will
+            # not start here.
             with open(self.baseline) as f:
                 snap = json.load(f)
-            for item in snap.get("items", []):
-                if item.get("kind") == "Node" and item["metadata"]["name"] in GPU_NODES:
-                    item.setdefault("status", {}).setdefault("allocatable", {})[DRIFT_RESOURCE] = "8"
+            snap.setdefault("items", []).append({
+                "apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+                "metadata": {"name": DRIFT_NETWORK, "namespace": "default"},
+                "spec": {"config": json.dumps({"cniVersion": "0.3.1", "type": "macvlan",
+                                               "master": "ib0", "mtu": 4092,
+                                               "ipam": {"type": "whereabouts"}})}})
             write_atomic(self.baseline, json.dumps(snap))
-            return lambda ls: DRIFT_RESOURCE in ls.get("subject", "")
+            return lambda ls: ls.get("subject", "") == f"network {DRIFT_NETWORK}"
         if row == "canary-no-rdma":
             with open(self.overrides + ".new", "w") as f:
                 json.dump({node: {"allocatable": {RESOURCE: "0"}} for node in GPU_NODES}, f)
@@ -459,7 +462,7 @@ ROWS = [  # row, expected alert, goal (s), what was injected
     ("canary-no-rdma", "TocsinCanaryFailing", 120,
      "no node advertises the canaries' RDMA resource"),
     ("drift", "TocsinFabricDrift", 120,
-     "the baseline's (staging's) GPU nodes advertise an RDMA resource this cluster lacks"),
+     "the baseline (staging) holds a network attachment this cluster lacks"),
 ]
 SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors", "canary-no-rdma",
          "drift")

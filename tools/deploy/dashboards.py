@@ -164,14 +164,16 @@ CANARIES = {
 DRIFT = {
     "uid": "tocsin-drift",
     "title": "tocsin / Drift",
-    "description": "tocsin controller --drift-baseline: where this cluster differs from its "
-                   "baseline (a tocsin snapshot of staging), by check and severity, and whether "
+    "description": "tocsin controller --drift-baseline or --drift-context: where this cluster "
+                   "differs from its baseline (a tocsin snapshot of staging, or staging itself), "
+                   "by check and severity, and whether "
                    "the baseline and the live side could be read.",
     "panels": [
         panel("stat", "Drift errors",
               "Compared items that differ where jobs break: RDMA resource names or counts, the "
               "device plugin, network attachments, NCCL settings that disable the fabric "
-              "(TocsinFabricDrift after a minute).", "none",
+              "(TocsinFabricDrift after a minute; node classes: TocsinNodeClassDrift after 15).",
+              "none",
               (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"drift[.].*", '
                'severity=~"error|critical"}) == 1) or vector(0)', "errors"), w=6, h=4),
         panel("stat", "Drift warnings",
@@ -180,8 +182,9 @@ DRIFT = {
               (f'count(max by (check, subject) (tocsin_finding{{{M}, check=~"drift[.].*", '
                'severity="warning"}) == 1) or vector(0)', "warnings"), w=6, h=4),
         panel("stat", "Baseline readable",
-              "1 when the last read of --drift-baseline and --drift-accept succeeded; 0: drift is "
-              "judged against the copy read before, and the drift checks are unknown.", "none",
+              "1 when the last read of the baseline (--drift-baseline or --drift-context) and "
+              "--drift-accept succeeded; 0: drift is judged against the copy read before (if "
+              "any), and the drift checks are unknown.", "none",
               (f"min(tocsin_controller_drift_baseline_up{{{M}}})", "baseline"), w=6, h=4),
         panel("stat", "Minutes since the last run",
               "Drift is judged every --drift-interval (5m): more than two intervals is a stuck "
