@@ -115,8 +115,11 @@ class Node:
         path = os.path.join(tmp, self.name + ".yaml")
         with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
+        # Host processes beside the test kubelet: no PodResources socket per node (the DaemonSet
+        # mounts the kubelet's), so attribution is off rather than "socket gone" on every node.
         self.proc = Proc("agent-" + self.name, [tocsin, "agent", "--config", path, "--no-kube",
-                                                "--node-name", self.name], tmp)
+                                                "--no-pod-resources", "--node-name", self.name],
+                         tmp)
 
     def wait_listening(self):
         port = Cluster.wait_for(self.proc.listen_port, 30, f"agent {self.name} to listen")
