@@ -27,6 +27,10 @@ from controller_process import ControllerProcess  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 
 STAGING, PROD = "tocsin-drift-staging", "tocsin-drift-prod"
+# Both "sides" are one cluster's namespaces, so they share its nodes; each node is its own class,
+# so that nodes other tests left different (the agent DaemonSet's tocsin.io/fabric annotations on
+# some nodes of a class) are no class.mixed here.
+HOST = "kubernetes.io/hostname"
 NAD_CRD = "network-attachment-definitions.k8s.cni.cncf.io"
 PLUGIN = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin"
 
@@ -127,6 +131,7 @@ class DriftTest(ClusterTestCase):
 
     def diff(self, *extra):
         r = run_tocsin("diff", "--kubeconfig", self.cluster.kubeconfig, "ctx:", "ctx:",
+                       "--class-label", HOST,
                        "--namespace-a", STAGING, "--namespace-b", PROD, "-o", "json", *extra)
         self.assertIn(r.returncode, (0, 1), r.stderr)
         return r.returncode, json.loads(r.stdout)
@@ -143,6 +148,7 @@ class DriftTest(ClusterTestCase):
                           f["evidence"].get("side_b", ""))
         # The same namespace on both sides: nothing differs.
         r = run_tocsin("diff", "--kubeconfig", self.cluster.kubeconfig, "ctx:", "ctx:",
+                       "--class-label", HOST,
                        "--namespace-a", PROD, "--namespace-b", PROD, "-o", "json")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(json.loads(r.stdout)["findings"], [])
@@ -155,7 +161,7 @@ class DriftTest(ClusterTestCase):
     def controller(self, kubeconfig, *extra):
         ctl = ControllerProcess(kubeconfig, "--no-events", "--drift-baseline", self.baseline,
                                 "--drift-baseline-namespace", STAGING, "--drift-namespace", PROD,
-                                "--drift-interval", "1s", *extra)
+                                "--drift-interval", "1s", "--drift-class-label", HOST, *extra)
         self.addCleanup(ctl.stop)
         return ctl
 
@@ -213,7 +219,7 @@ class DriftTest(ClusterTestCase):
         ctl = ControllerProcess(c.kubeconfig, "--no-events", "--drift-context", context,
                                 "--drift-kubeconfig", staging,
                                 "--drift-baseline-namespace", STAGING, "--drift-namespace", PROD,
-                                "--drift-interval", "1s")
+                                "--drift-interval", "1s", "--drift-class-label", HOST)
         self.addCleanup(ctl.stop)
         want = ("drift.rdma.resource", "pool rdma/hca_prod")
         found = c.wait_for(lambda: want in self.drift_findings(ctl) and self.drift_findings(ctl),
@@ -238,6 +244,7 @@ class DriftTest(ClusterTestCase):
             f.write(re.sub(r'server: "?[^",}\s]+"?', 'server: "https://127.0.0.1:1"', text))
         ctl = ControllerProcess(c.kubeconfig, "--no-events", "--drift-context", context,
                                 "--drift-kubeconfig", down, "--drift-interval", "1s",
+                                "--drift-class-label", HOST,
                                 "--request-timeout", "2s")
         self.addCleanup(ctl.stop)
         c.wait_for(lambda: ("drift.input.unreadable", "baseline") in self.drift_findings(ctl), 60,
