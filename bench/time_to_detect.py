@@ -333,6 +333,17 @@ class Stack:
             shutil.rmtree(n.probe, ignore_errors=True)
         if os.path.exists(self.overrides):
             os.unlink(self.overrides)
+
+            # The test kubelet reports the nodes' own allocatable again at its next status
+            # update: the tests after this one see the cluster as it was (bounded wait).
+            def restored():
+                return all(self.c.get("node", node)["status"].get("allocatable", {})
+                           .get(RESOURCE, "0") != "0" for node in GPU_NODES)
+            try:
+                Cluster.wait_for(restored, 60, "the GPU nodes' RDMA allocatable restored",
+                                 interval=1)
+            except AssertionError as e:
+                print(f"time_to_detect: {e}", file=sys.stderr)
         self.c.kubectl("delete", "namespace", PLUGIN_NS, "--wait=false", "--ignore-not-found",
                        check=False)
         self.c.kubectl("delete", "configmap", "-n", CANARY_NS, "tocsin-canary", "--ignore-not-found",
