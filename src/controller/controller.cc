@@ -108,19 +108,8 @@ Status Controller::Discover() {
   std::unique_ptr<k8s::ApiClient> drift_baseline_client;
   if (DriftEnabled(options_.drift)) {
     if (options_.drift.baseline_cluster) {
-      auto access = k8s::ResolveAccess(*options_.drift.baseline_cluster, k8s::AccessEnvironment());
-      if (!access.ok()) return Status::InvalidArgument("--drift-context: " + access.status().message());
-      // The live cluster as the baseline compares it with itself: "no drift", always.
-      auto live = k8s::ResolveAccess(options_.kubeconfig, k8s::AccessEnvironment());
-      if (live.ok() && live->server == access->server) {
-        return Status::InvalidArgument(
-            "--drift-context: " + access->origin + " is the cluster this controller watches (" +
-            access->server + "): the baseline must be another one (give its kubeconfig with "
-            "--drift-kubeconfig, not $KUBECONFIG)");
-      }
-      auto client = k8s::ApiClient::Create(*access, options_.client);
-      if (!client.ok()) return Status::InvalidArgument("--drift-context: " + client.status().message());
-      drift_baseline_client = std::move(*client);
+      TOCSIN_ASSIGN_OR_RETURN(drift_baseline_client,
+                              BaselineClient(options_.drift, options_.kubeconfig, options_.client));
       drift_baseline_client->SetAbort(options_.stop);
     } else {
       auto in = ReadDriftInputs(options_.drift);

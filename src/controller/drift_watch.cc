@@ -27,6 +27,24 @@ std::string BaselineSource(const DriftOptions& o) {
   return s;
 }
 
+Result<std::unique_ptr<k8s::ApiClient>> BaselineClient(const DriftOptions& o,
+                                                       const k8s::KubeconfigOptions& live,
+                                                       const k8s::ClientOptions& client) {
+  auto access = k8s::ResolveAccess(*o.baseline_cluster, k8s::AccessEnvironment());
+  if (!access.ok()) return Status::InvalidArgument("--drift-context: " + access.status().message());
+  // The live cluster as the baseline compares it with itself: "no drift", always.
+  auto own = k8s::ResolveAccess(live, k8s::AccessEnvironment());
+  if (own.ok() && own->server == access->server) {
+    return Status::InvalidArgument(
+        "--drift-context: " + access->origin + " is the cluster this controller watches (" +
+        access->server + "): the baseline must be another one (give its kubeconfig with "
+        "--drift-kubeconfig, not $KUBECONFIG)");
+  }
+  auto made = k8s::ApiClient::Create(*access, client);
+  if (!made.ok()) return Status::InvalidArgument("--drift-context: " + made.status().message());
+  return std::move(*made);
+}
+
 namespace {
 
 // The baseline cluster, listed as `tocsin diff ctx:NAME` lists a side. Its nodes first: a

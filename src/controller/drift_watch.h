@@ -47,6 +47,13 @@ bool DriftEnabled(const DriftOptions& o);
 // What findings name as the baseline's source: the file, or "context NAME (kubeconfig FILE)".
 std::string BaselineSource(const DriftOptions& o);
 
+// The baseline cluster's client (--drift-context): its kubeconfig and context must resolve, and
+// it must not be the cluster `live` names (the same cluster never drifts). Errors are usage
+// errors naming --drift-context.
+Result<std::unique_ptr<k8s::ApiClient>> BaselineClient(const DriftOptions& o,
+                                                       const k8s::KubeconfigOptions& live,
+                                                       const k8s::ClientOptions& client);
+
 // What the baseline and the accept file give: read again at every run (a ConfigMap mount
 // changes under the process; a baseline cluster changes by itself).
 struct DriftInputs {

@@ -112,7 +112,9 @@ const Record* FindRecord(std::string_view name) {
   return nullptr;
 }
 
-std::string ExpandRecords(std::string_view expr) {
+// `expr` with each whole word that names a record replaced by `with(record)`.
+template <typename With>
+std::string RewriteRecords(std::string_view expr, With with) {
   std::string out;
   for (size_t i = 0; i < expr.size();) {
     if (NameChar(expr[i]) && (i == 0 || !NameChar(expr[i - 1]))) {
@@ -120,19 +122,17 @@ std::string ExpandRecords(std::string_view expr) {
       while (NameCharOk(expr, end)) ++end;
       std::string_view word = expr.substr(i, end - i);
       const Record* r = FindRecord(word);
-      if (r != nullptr) {
-        out += "(";
-        out += r->expr;
-        out += ")";
-      } else {
-        out += word;
-      }
+      out += r != nullptr ? with(*r) : std::string(word);
       i = end;
     } else {
       out += expr[i++];
     }
   }
   return out;
+}
+
+std::string ExpandRecords(std::string_view expr) {
+  return RewriteRecords(expr, [](const Record& r) { return "(" + std::string(r.expr) + ")"; });
 }
 
 std::string ForJob(std::string_view expr, const JobRef& job) {
@@ -156,28 +156,12 @@ std::string ForJobRecorded(std::string_view expr, const JobRef& job) {
   // Each record read as max by its own labels: the same series from two Prometheus replicas
   // (Thanos without deduplication, an HA pair remote-writing) counts once.
   std::string matchers = "{namespace=\"" + job.namespace_ + "\", job_name=\"" + job.name + "\"}";
-  std::string out;
-  for (size_t i = 0; i < expr.size();) {
-    if (NameChar(expr[i]) && (i == 0 || !NameChar(expr[i - 1]))) {
-      size_t end = i;
-      while (NameCharOk(expr, end)) ++end;
-      std::string_view word = expr.substr(i, end - i);
-      if (FindRecord(word) != nullptr) {
-        out += "max by (namespace, job_name, node";
-        if (word == kProcessTransport) out += ", pod, pid, transport";
-        out += ") (";
-        out += word;
-        out += matchers;
-        out += ")";
-      } else {
-        out += word;
-      }
-      i = end;
-    } else {
-      out += expr[i++];
-    }
-  }
-  return out;
+  return RewriteRecords(expr, [&](const Record& r) {
+    std::string by = r.name == std::string_view(kProcessTransport)
+                         ? "namespace, job_name, node, pod, pid, transport"
+                         : "namespace, job_name, node";
+    return "max by (" + by + ") (" + r.name + matchers + ")";
+  });
 }
 
 }  // namespace tocsin::jobview
