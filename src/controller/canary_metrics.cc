@@ -11,6 +11,11 @@ void CanaryRunner::Metrics::CountRun(const std::string& outcome) {
   runs_[outcome] += 1;
 }
 
+void CanaryRunner::Metrics::CountJudged(const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  judged_.push_back(outcome);
+}
+
 void CanaryRunner::Metrics::SetPending(double seconds) {
   std::lock_guard lock(mu_);
   pending_ = seconds;
@@ -28,6 +33,8 @@ void CanaryRunner::Metrics::SetCoverage(double nodes, double block_pairs,
   node_ratio_ = nodes;
   block_pair_ratio_ = block_pairs;
   last_pass_ = std::move(last_pass);
+  for (const auto& outcome : judged_) runs_[outcome] += 1;
+  judged_.clear();
 }
 
 std::vector<prometheus::MetricFamily> CanaryRunner::Metrics::Collect() const {

@@ -16,6 +16,9 @@ namespace tocsin::controller {
 class CanaryRunner::Metrics : public prometheus::Collectable {
  public:
   void CountRun(const std::string& outcome);
+  // A judged pair: counted with the next SetCoverage, under the same lock, so that a scrape never
+  // sees a pass counted before the last-pass times and coverage it produced.
+  void CountJudged(const std::string& outcome);
   void SetPending(double seconds);
   void SetFabric(size_t fabric, size_t idle);
   void SetCoverage(double nodes, double block_pairs, std::map<std::string, double> last_pass);
@@ -24,6 +27,7 @@ class CanaryRunner::Metrics : public prometheus::Collectable {
  private:
   mutable std::mutex mu_;
   std::map<std::string, double> runs_;
+  std::vector<std::string> judged_;  // counted at the next SetCoverage
   double pending_ = 0;
   double fabric_ = 0, idle_ = 0;
   double node_ratio_ = 0, block_pair_ratio_ = 0;

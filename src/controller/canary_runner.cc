@@ -317,7 +317,7 @@ void CanaryRunner::Finish(PairRun& pair, const canary::Judgement& j, TimePoint n
                           std::vector<canary::PairResult>& results) {
   pair.judged = true;
   std::string outcome = j.kind == Kind::kPass ? "pass" : j.check;
-  metrics_->CountRun(outcome);
+  metrics_->CountJudged(outcome);  // published with the coverage it changes, at Rebuild
   if (j.kind == Kind::kCanaryFault) {
     auto it = state_.faults.find(j.check);
     state_.faults[j.check] = {it == state_.faults.end() ? now : it->second.first,
