@@ -16,7 +16,7 @@ Then once `--source expressions` (the records re-evaluated from the agents' seri
 without recorded history). Prints medians; exit 1 if tocsin's median is over --goal seconds, the
 records were not read, or the verdict is not exactly job.network.straggler on the last node.
 
-  bench/job_view.py [--nodes 512] [--hours 24] [--interval 60] [--rounds 5]
+  bench/job_view.py [--nodes 512] [--hours 24] [--interval 60] [--rounds 5] [--keep DIR]
 Needs `make build` (or --tocsin), prometheus and promtool (tools/deps.sh). Bounded: every wait
 has a deadline; the files go to a temporary folder removed at the end.
 """
@@ -75,29 +75,40 @@ def main():
     a.add_argument("--interval", type=int, default=60, help="seconds between samples")
     a.add_argument("--rounds", type=int, default=5)
     a.add_argument("--goal", type=float, default=1.0, help="seconds")
+    a.add_argument("--keep", metavar="DIR",
+                   help="keep the backfilled data in DIR and reuse it when DIR holds it")
     args = a.parse_args()
     for tool in ("prometheus", "promtool"):
         if shutil.which(tool) is None:
             sys.exit(f"job_view: needs {tool} (tools/deps.sh)")
-    tmp = tempfile.mkdtemp(prefix="tocsin-jobview-")
+    keep = args.keep and os.path.isfile(os.path.join(args.keep, "end"))
+    tmp = args.keep or tempfile.mkdtemp(prefix="tocsin-jobview-")
+    os.makedirs(tmp, exist_ok=True)
     prom = None
     try:
-        end = int(time.time()) // 60 * 60 - 60
-        om = os.path.join(tmp, "job.om")
-        t = time.monotonic()
-        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_job_fixtures.py"),
-                        "--openmetrics", om, "--end", str(end), "--scale-nodes", str(args.nodes),
-                        "--hours", str(args.hours), "--interval", str(args.interval)],
-                       check=True, timeout=1800)
-        size = os.path.getsize(om)
-        print(f"fixture: {args.nodes} nodes, {args.hours} h at {args.interval} s: "
-              f"{size / 2**20:.0f} MiB of OpenMetrics in {time.monotonic() - t:.0f} s")
         tsdb = os.path.join(tmp, "tsdb")
-        t = time.monotonic()
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, tsdb],
-                       check=True, timeout=3600, capture_output=True)
-        os.remove(om)
-        print(f"backfilled in {time.monotonic() - t:.0f} s")
+        if keep:
+            with open(os.path.join(tmp, "end")) as f:
+                end = int(f.read())
+            print(f"fixture: reusing {tsdb} (end {rfc3339(end)})")
+        else:
+            shutil.rmtree(tsdb, ignore_errors=True)
+            end = int(time.time()) // 60 * 60 - 60
+            om = os.path.join(tmp, "job.om")
+            t = time.monotonic()
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_job_fixtures.py"),
+                            "--openmetrics", om, "--end", str(end), "--scale-nodes",
+                            str(args.nodes), "--hours", str(args.hours), "--interval",
+                            str(args.interval)], check=True, timeout=1800)
+            size = os.path.getsize(om)
+            print(f"fixture: {args.nodes} nodes, {args.hours} h at {args.interval} s: "
+                  f"{size / 2**20:.0f} MiB of OpenMetrics in {time.monotonic() - t:.0f} s")
+            t = time.monotonic()
+            subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, tsdb],
+                           check=True, timeout=3600, capture_output=True)
+            os.remove(om)
+            print(f"backfilled in {time.monotonic() - t:.0f} s")
+
         def start_prometheus():
             port = free_port()
             url = f"http://127.0.0.1:{port}"
@@ -129,28 +140,33 @@ def main():
                 p.wait()
 
         qlog = os.path.join(tmp, "queries.log")
-        prom, url = start_prometheus()
-        # The records, as a Prometheus evaluating the shipped rules holds them: the tocsin-job
-        # group backfilled over the window (promtool evaluates them through this Prometheus).
-        with open(os.path.join(ROOT, "deploy", "agent", "alerts.yaml")) as f:
-            group = [g for g in yaml.safe_load(f)["groups"] if g["name"] == "tocsin-job"][0]
-        rules = os.path.join(tmp, "job-rules.yaml")
-        with open(rules, "w") as f:
-            yaml.safe_dump({"groups": [{"name": "tocsin-job", "rules": [
-                r for r in group["rules"] if "record" in r]}]}, f)
-        blocks = os.path.join(tmp, "rule-blocks")
-        t = time.monotonic()
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules",
-                        f"--start={end - args.hours * 3600}", f"--end={end}",
-                        f"--eval-interval={args.interval}s", f"--url={url}",
-                        f"--output-dir={blocks}", rules],
-                       check=True, timeout=7200, capture_output=True)
-        print(f"recording rules backfilled in {time.monotonic() - t:.0f} s")
-        stop(prom)
-        prom = None
-        for block in os.listdir(blocks):
-            shutil.move(os.path.join(blocks, block), os.path.join(tsdb, block))
-        os.remove(qlog)  # promtool's queries: only tocsin job's are replayed
+        if not keep:
+            prom, url = start_prometheus()
+            # The records, as a Prometheus evaluating the shipped rules holds them: the tocsin-job
+            # group backfilled over the window (promtool evaluates them through this Prometheus).
+            with open(os.path.join(ROOT, "deploy", "agent", "alerts.yaml")) as f:
+                group = [g for g in yaml.safe_load(f)["groups"] if g["name"] == "tocsin-job"][0]
+            rules = os.path.join(tmp, "job-rules.yaml")
+            with open(rules, "w") as f:
+                yaml.safe_dump({"groups": [{"name": "tocsin-job", "rules": [
+                    r for r in group["rules"] if "record" in r]}]}, f)
+            blocks = os.path.join(tmp, "rule-blocks")
+            t = time.monotonic()
+            subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules",
+                            f"--start={end - args.hours * 3600}", f"--end={end}",
+                            f"--eval-interval={args.interval}s", f"--url={url}",
+                            f"--output-dir={blocks}", rules],
+                           check=True, timeout=7200, capture_output=True)
+            print(f"recording rules backfilled in {time.monotonic() - t:.0f} s")
+            stop(prom)
+            prom = None
+            for block in os.listdir(blocks):
+                shutil.move(os.path.join(blocks, block), os.path.join(tsdb, block))
+            os.remove(qlog)  # promtool's queries: only tocsin job's are replayed
+            with open(os.path.join(tmp, "end"), "w") as f:
+                f.write(str(end))
+        elif os.path.exists(qlog):
+            os.remove(qlog)
         prom, url = start_prometheus()
         argv = [args.tocsin, "job", "ml/llm", "--prometheus", url, "--since", f"{args.hours}h",
                 "--until", rfc3339(end), "--fail-on", "warning", "-o", "json"]
@@ -213,7 +229,8 @@ def main():
             except subprocess.TimeoutExpired:
                 prom.kill()
                 prom.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
