@@ -259,12 +259,26 @@ def promtool_tests():
         for (metric, labels), values in sorted(series(nodes, pods, times, faulted).items()):
             out.append(f"      - series: {quote(selector(metric, labels))}\n"
                        f"        values: '{runs(values)}'\n")
+        # The bitmask record at the same time: exactly the bits of the alerts that fire there
+        # (every condition of these scenarios holds from the fault's start on), and 8 where an
+        # input is missing.
+        out.append("    promql_expr_test:\n"
+                   "      - expr: tocsin:job_node_verdicts:bitmask\n        eval_time: 30m\n"
+                   "        exp_samples:\n")
+        for ns, job, node in sorted({(p.namespace, p.job, p.node) for p in pods}):
+            bits = sum(bit for bit, alert in ((1, FB), (2, ST), (4, NS))
+                       if (ns, job, node) in expect.get(alert, []))
+            # 8: an input every verdict needs is missing (here: the job holds no GPU there).
+            if not any(p.gpus for p in pods if (p.namespace, p.job, p.node) == (ns, job, node)):
+                bits += 8
+            out.append(f"          - labels: '{{__name__=\"tocsin:job_node_verdicts:bitmask\", "
+                       f"job_name=\"{job}\", namespace=\"{ns}\", node=\"{node}\"}}'\n"
+                       f"            value: {bits}\n")
         if name == "cardinality":
-            out.append("    promql_expr_test:\n"
-                       "      - expr: count by (namespace, job_name, node) "
+            out.append("      - expr: count by (namespace, job_name, node) "
                        "({__name__=~\"tocsin:job_.+\"})\n        eval_time: 30m\n"
                        "        exp_samples:\n")
-            for node, n in (("node-1", 19), ("node-2", 8), ("node-3", 8)):
+            for node, n in (("node-1", 20), ("node-2", 9), ("node-3", 9)):
                 out.append(f"          - labels: '{{job_name=\"llm\", namespace=\"ml\", "
                            f"node=\"{node}\"}}'\n            value: {n}\n")
         out.append("    alert_rule_test:\n")

@@ -76,6 +76,7 @@ int RunJob(const JobFlags& f) {
   }
   auto fetch = jobview::PrometheusFetch(po);
   if (!fetch.ok()) return UsageError(fetch.status().message());
+  options.series = !f.plot.empty();  // the plot's series: range queries of every node
   auto view = jobview::QueryJob(*fetch, options);
   if (!view.ok()) return UsageError(view.status().message());
   if (!f.plot.empty()) {

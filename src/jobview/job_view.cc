@@ -7,9 +7,11 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "base/escape.h"
+#include "jobview/job_queries.h"
 
 namespace tocsin::jobview {
 namespace {
@@ -22,6 +24,13 @@ int64_t StepFor(const JobOptions& o) {
   int64_t step = (o.since.count() + kStepsPerWindow - 1) / kStepsPerWindow;
   step = (step + kMinStep - 1) / kMinStep * kMinStep;
   return std::max(step, kMinStep);
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 // Runs of consecutive points (no step missing) as (first t, last t).
@@ -53,8 +62,12 @@ std::vector<Result<QueryResult>> FetchAll(const Fetch& fetch, const std::vector<
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next++) < paths.size();) {
-      auto body = fetch(paths[i]);
-      got[i] = body.ok() ? ParseQueryResponse(*body, limits) : Result<QueryResult>(body.status());
+      try {
+        auto body = fetch(paths[i]);
+        got[i] = body.ok() ? ParseQueryResponse(*body, limits) : Result<QueryResult>(body.status());
+      } catch (const std::exception& e) {  // never out of a thread: std::terminate
+        got[i] = Result<QueryResult>(Status::Internal(std::string("query failed: ") + e.what()));
+      }
     }
   };
   size_t threads = std::min<size_t>(static_cast<size_t>(std::max(parallel, 1)), paths.size());
@@ -68,28 +81,81 @@ std::vector<Result<QueryResult>> FetchAll(const Fetch& fetch, const std::vector<
   return out;
 }
 
-// Whether the info record's recorded series cover what its expression gives: every node of the
-// job, with at most two minutes' worth of steps (two at least) fewer at each: a rule is
-// evaluated after the data arrives, once per evaluation interval (15 s to 1 min).
-bool RecordsCover(const QueryResult& recorded, const QueryResult& expanded, int64_t step) {
-  const size_t slack = 2 + static_cast<size_t>((120 + step - 1) / step);
-  std::map<std::string, size_t> points;  // the most of any one series (duplicates never add up)
+
+// Whether the bitmask record (recorded with every other record of the group, in the same
+// evaluation) is there wherever the agents said a pod of the job ran: at most two cells and two
+// minutes missing per node (a rule is evaluated once per interval, after the data arrives).
+bool GridCovers(const QueryResult& recorded, const QueryResult& raw, int64_t grid) {
+  const size_t slack = 2 + static_cast<size_t>((120 + grid - 1) / grid);
+  std::map<std::string, std::set<double>> cells;
   for (const auto& s : recorded.series) {
     auto node = s.labels.find("node");
-    if (node != s.labels.end()) {
-      points[node->second] = std::max(points[node->second], s.points.size());
+    if (node == s.labels.end()) continue;
+    for (const Point& p : s.points) {
+      if (std::isfinite(p.v)) cells[node->second].insert(p.t);  // 0 is recorded: no verdict
     }
   }
-  for (const auto& s : expanded.series) {
+  for (const auto& s : raw.series) {
     auto node = s.labels.find("node");
     if (node == s.labels.end()) continue;
-    auto it = points.find(node->second);
-    if (it == points.end() || it->second + slack < s.points.size()) return false;
+    const auto& have = cells[node->second];
+    size_t missing = 0;
+    for (const Point& p : s.points) missing += p.v > 0 && !have.count(p.t);
+    if (missing > slack) return false;
   }
   return true;
 }
 
+// Each series' one value by its node (an instant query's answer).
+std::map<std::string, double> ByNode(const QueryResult& r) {
+  std::map<std::string, double> out;
+  for (const auto& s : r.series) {
+    auto node = s.labels.find("node");
+    if (node != s.labels.end() && !s.points.empty()) out[node->second] = s.points.back().v;
+  }
+  return out;
+}
+
+// The columns: which record, reduced how, into which field of NodeValues.
+struct Column {
+  const char* record;
+  const char* fn;
+  double NodeValues::*field;
+};
+constexpr Column kColumns[] = {
+    {kGpuUtilization, "avg", &NodeValues::gpu},
+    {kRdmaRate, "avg", &NodeValues::rdma},
+    {kEthernetRate, "avg", &NodeValues::ethernet},
+    {kStorageP99, "max", &NodeValues::storage_p99},
+    {kLustreWait, "max", &NodeValues::lustre_wait},
+    {kSocketProcesses, "max", &NodeValues::socket_processes},
+};
+
+// Runs are cut where a step is missing; `seconds` of run at least (the alert's `for`).
+void AddEpisodes(const Verdict& v, const std::string& node, const std::vector<Point>& points,
+                 const JobView& view, std::map<std::string, Episode>& by_node) {
+  for (const auto& [first, last] : Runs(points, view.step)) {
+    if (last - first < static_cast<double>(v.hold.count())) continue;
+    Episode& e = by_node[node];
+    e.verdict = &v;
+    e.node = node;
+    e.start = first;
+    e.end = last;
+    e.ongoing = last + static_cast<double>(view.step) > view.end;
+    ++e.runs;
+  }
+}
+
 }  // namespace
+
+int64_t GridSeconds(int64_t window, int64_t step) {
+  int64_t grid = (window / 240 + kMinStep - 1) / kMinStep * kMinStep;
+  return std::max(grid, step);
+}
+
+std::string InstantPath(const std::string& promql, double time) {
+  return fmt::format("/api/v1/query?query={}&time={:.0f}", PercentEncode(promql), time);
+}
 
 Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
   JobView view;
@@ -97,118 +163,209 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
   view.step = StepFor(o);
   view.end = std::floor(std::chrono::duration<double>(o.until.time_since_epoch()).count());
   view.start = view.end - static_cast<double>(o.since.count());
-  auto expanded = [&](const std::string& expr) {
-    return RangePath(ForJob(ExpandRecords(expr), o.job), view.start, view.end, view.step);
-  };
-  auto recorded = [&](const std::string& expr) {
-    return RangePath(ForJobRecorded(expr, o.job), view.start, view.end, view.step);
-  };
+  const int64_t window = o.since.count();
+  const int64_t grid = GridSeconds(window, view.step);
+  // Each cell counts the samples of the 5 minutes before it at least (Prometheus's lookback):
+  // a rule evaluated every minute, or an agent scraped every 15 s, is in every cell.
+  const int64_t lookback = std::max<int64_t>(grid, 300);
   auto take = [&](const std::string& what, Result<QueryResult> r) -> Result<QueryResult> {
     if (!r.ok()) return r.status().WithPrefix(what);
     // A timestamp outside the window asked for is the server's error (or hostile): dropped and
     // counted, so that no episode, onset or time conversion sees it.
-    const double lo = view.start - view.step, hi = view.end + view.step;
+    const double lo = view.start - static_cast<double>(std::max(view.step, grid));  // a cell's start
+    const double hi = view.end + static_cast<double>(view.step);
     for (auto& series : r->series) {
       size_t before = series.points.size();
       std::erase_if(series.points, [&](const Point& p) { return !(p.t >= lo && p.t <= hi); });
       r->drops.points += before - series.points.size();
     }
     view.drops += r->drops;
-    ++view.queries;
     return r;
   };
-  // The job's nodes first (the info record); then every other record and verdict at once, at
-  // most o.parallel in flight (Prometheus evaluates them on its own cores), taken in order.
+  // Asks `paths` (what each is, for errors), at most o.parallel at once; the answers in order.
+  auto ask = [&](const std::vector<std::pair<std::string, std::string>>& queries)
+      -> Result<std::vector<QueryResult>> {
+    std::vector<std::string> paths;
+    for (const auto& q : queries) paths.push_back(q.second);
+    std::vector<Result<QueryResult>> got = FetchAll(fetch, paths, o.limits, o.parallel);
+    view.queries += paths.size();
+    std::vector<QueryResult> out;
+    for (size_t i = 0; i < got.size(); ++i) {
+      TOCSIN_ASSIGN_OR_RETURN(QueryResult r, take(queries[i].first, std::move(got[i])));
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  auto range = [&](const std::string& q, int64_t step) {
+    return RangePath(q, view.start, view.end, step);
+  };
+  auto instant = [&](const std::string& q) { return InstantPath(q, view.end); };
+
+  // Round 1. Where and when the job ran (the agents' attribution), and where the rules recorded it.
   using Source = JobOptions::Source;
-  std::string info = o.source == Source::kRecords ? recorded(kInfo) : expanded(kInfo);
-  std::vector<Result<QueryResult>> answers = FetchAll(fetch, {info}, o.limits, 1);
-  if (!answers.front().ok() || answers.front()->series.empty()) {
-    // No pods (or an error): the loop below says so before anything else is asked.
-  } else {
-    view.recorded = o.source == Source::kRecords;
-    if (o.source == Source::kAuto) {
-      auto rec = FetchAll(fetch, {recorded(kInfo)}, o.limits, 1);
-      view.recorded = rec.front().ok() && RecordsCover(*rec.front(), *answers.front(), view.step);
-      ++view.queries;
-    }
-    auto fetch_rest = [&] {
-      std::vector<std::string> rest;
-      auto path = [&](const std::string& e) { return view.recorded ? recorded(e) : expanded(e); };
-      for (const Record& rec : Records().subspan(1)) rest.push_back(path(rec.name));
-      for (const Verdict& v : Verdicts()) rest.push_back(path(v.expr));
-      return FetchAll(fetch, rest, o.limits, o.parallel);
-    };
-    std::vector<Result<QueryResult>> rest = fetch_rest();
-    if (o.source == Source::kAuto && view.recorded) {
-      // The records every node needs must cover it too: a rule that fails (a GPU shared by two
-      // jobs makes its join many-to-many) or lags would otherwise read as a job with no GPU
-      // or fabric data, and its verdicts could never fire.
-      for (size_t i = 0; i + 1 < Records().size() && view.recorded; ++i) {
-        std::string_view name = Records()[i + 1].name;
-        bool dense = name == kGpuUtilization || name == kRdmaRate || name == kEthernetRate;
-        if (dense && (!rest[i].ok() || !RecordsCover(*rest[i], *answers.front(), view.step))) {
-          view.recorded = false;
-        }
-      }
-      if (!view.recorded) {
-        view.queries += Records().size() - 1 + Verdicts().size();  // asked, then set aside
-        rest = fetch_rest();
-      }
-    }
-    for (auto& m : rest) answers.push_back(std::move(m));
+  JobQueries recorded(o.job, true, view.step), expressions(o.job, false, view.step);
+  std::vector<std::pair<std::string, std::string>> first = {
+      {kInfo, range(recorded.PodInfoGrid(lookback), grid)}};
+  if (o.source != Source::kExpressions) {
+    first.push_back({kVerdictBitmask, range(recorded.BitmaskGrid(lookback), grid)});
   }
-  size_t next_answer = 0;
-  for (const Record& rec : Records()) {
-    if (next_answer >= answers.size()) break;  // no pods: the NotFound below was returned
-    auto r = take(rec.name, std::move(answers[next_answer++]));
-    if (!r.ok()) return r.status();
-    for (auto& s : r->series) {
+  TOCSIN_ASSIGN_OR_RETURN(std::vector<QueryResult> grids, ask(first));
+  for (auto& s : grids[0].series) {
+    auto node = s.labels.find("node");
+    if (node == s.labels.end()) {
+      ++view.drops.series;
+      continue;
+    }
+    if (std::any_of(s.points.begin(), s.points.end(), [](const Point& p) { return p.v > 0; })) {
+      view.nodes[node->second];
+    }
+  }
+  if (view.nodes.empty()) {
+    return Status::NotFound(fmt::format(
+        "no tocsin_pod_info{{namespace=\"{}\", job_name=\"{}\"}} from {} to {}: the job did "
+        "not run then, or no agent attributes its pods (docs/METRICS.md, \"Jobs\")",
+        o.job.namespace_, o.job.name,
+        FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(view.start))),
+        FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(view.end)))));
+  }
+  // The bitmask's bits in each cell: which nodes had a verdict (asked over the window at the
+  // step below), and whether any missed an input (a record that failed there, or a node without
+  // GPU, RDMA or Ethernet series: the expressions tell the two apart).
+  auto bits_of = [](double v) { return std::isfinite(v) && v >= 0 && v < 1024 ? static_cast<int>(v) : 0; };
+  std::vector<std::string> candidates;
+  bool inputs_missing = false, filter = true;
+  if (grids.size() > 1) {
+    for (const auto& s : grids[1].series) {
       auto node = s.labels.find("node");
-      bool member = node != s.labels.end() &&
-                    (rec.name == std::string_view(kInfo) || view.nodes.count(node->second));
-      if (!member) {
-        ++view.drops.series;  // no node label, or a node the job does not hold: not the job's
+      if (node == s.labels.end() || !view.nodes.count(node->second)) continue;
+      int bits = 0;
+      for (const Point& p : s.points) bits |= bits_of(p.v);
+      inputs_missing = inputs_missing || (bits & kInputsMissingBit) != 0;
+      if ((bits & ~kInputsMissingBit) != 0) {
+        candidates.push_back(node->second);
+        filter = filter && SafeNodeName(node->second);
+      }
+    }
+  }
+  view.recorded = o.source == Source::kRecords ||
+                  (o.source == Source::kAuto && !inputs_missing &&
+                   GridCovers(grids[1], grids[0], grid));
+  if (!filter || candidates.size() > 64) candidates = {"*"};  // every node of the job
+
+  // Round 2. The table: each column reduced over the window; the transports; the verdicts: the
+  // bitmask of the nodes that had one (recorded), or each condition (expressions).
+  const JobQueries& used = view.recorded ? recorded : expressions;
+  std::vector<std::pair<std::string, std::string>> qs;
+  for (const Column& c : kColumns) qs.push_back({c.record, instant(used.Reduce(c.record, c.fn, window))});
+  qs.push_back({kProcessTransport, instant(used.Transports(window))});
+  if (!used.recorded()) {
+    for (const Verdict& v : Verdicts()) qs.push_back({v.check, range(used.Condition(v), view.step)});
+  } else if (!candidates.empty()) {
+    if (candidates.front() == "*") candidates.clear();
+    qs.push_back({kVerdictBitmask, range(used.Bitmask(candidates), view.step)});
+  }
+  TOCSIN_ASSIGN_OR_RETURN(std::vector<QueryResult> table, ask(qs));
+  const size_t columns = std::size(kColumns);
+  for (size_t i = 0; i < columns; ++i) {
+    for (const auto& [node, v] : ByNode(table[i])) {
+      auto it = view.nodes.find(node);
+      if (it == view.nodes.end()) {
+        ++view.drops.series;  // a node the job does not hold: not the job's
         continue;
       }
-      NodeView& nv = view.nodes[node->second];
-      if (rec.name == std::string_view(kProcessTransport)) {
-        auto transport = s.labels.find("transport");
-        ++nv.transports[transport == s.labels.end() ? "unknown" : transport->second];
-      } else {
-        nv.series[rec.name] = std::move(s.points);
+      it->second.window.*kColumns[i].field = v;
+    }
+  }
+  auto known = [&](const Series& s) -> const std::string* {
+    auto node = s.labels.find("node");
+    if (node == s.labels.end() || !view.nodes.count(node->second)) {
+      ++view.drops.series;
+      return nullptr;
+    }
+    return &node->second;
+  };
+  for (const auto& s : table[columns].series) {
+    const std::string* node = known(s);
+    if (node == nullptr) continue;
+    auto transport = s.labels.find("transport");
+    ++view.nodes[*node].transports[transport == s.labels.end() ? "unknown" : transport->second];
+  }
+
+  // The verdicts' episodes.
+  std::map<const Verdict*, std::map<std::string, Episode>> episodes;
+  if (used.recorded()) {
+    for (size_t i = columns + 1; i < table.size(); ++i) {
+      for (const auto& s : table[i].series) {
+        const std::string* node = known(s);
+        if (node == nullptr) continue;
+        for (const Verdict& v : Verdicts()) {
+          std::vector<Point> held;
+          for (const Point& p : s.points) {
+            if (bits_of(p.v) & v.bit) held.push_back(p);
+          }
+          AddEpisodes(v, *node, held, view, episodes[&v]);
+        }
       }
     }
-    if (rec.name == std::string_view(kInfo) && view.nodes.empty()) {
-      return Status::NotFound(fmt::format(
-          "no tocsin_pod_info{{namespace=\"{}\", job_name=\"{}\"}} from {} to {}: the job did "
-          "not run then, or no agent attributes its pods (docs/METRICS.md, \"Jobs\")",
-          o.job.namespace_, o.job.name,
-          FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(view.start))),
-          FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(view.end)))));
+  } else {
+    for (size_t i = 0; i < Verdicts().size(); ++i) {
+      const Verdict& v = Verdicts()[i];
+      for (const auto& s : table[columns + 1 + i].series) {
+        if (const std::string* node = known(s)) AddEpisodes(v, *node, s.points, view, episodes[&v]);
+      }
     }
   }
   for (const Verdict& v : Verdicts()) {
-    auto r = take(v.check, std::move(answers[next_answer++]));
-    if (!r.ok()) return r.status();
-    std::map<std::string, Episode> by_node;
-    for (const auto& s : r->series) {
-      auto node = s.labels.find("node");
-      if (node == s.labels.end() || !view.nodes.count(node->second)) {
-        ++view.drops.series;
-        continue;
-      }
-      for (const auto& [first, last] : Runs(s.points, view.step)) {
-        if (last - first < static_cast<double>(v.hold.count())) continue;
-        Episode& e = by_node[node->second];
-        e.verdict = &v;
-        e.node = node->second;
-        e.start = first;
-        e.end = last;
-        e.ongoing = last + static_cast<double>(view.step) > view.end;
-        ++e.runs;
+    for (auto& [node, e] : episodes[&v]) view.episodes.push_back(std::move(e));
+  }
+
+  // Round 3: each episode's evidence: the columns over its run, for every node of the job (the
+  // straggler's peers), asked once per distinct run.
+  std::map<std::pair<double, double>, size_t> runs;  // (start, end) -> index in `evidence`
+  std::vector<std::pair<std::string, std::string>> evidence;
+  for (const Episode& e : view.episodes) {
+    auto key = std::make_pair(e.start, e.end);
+    if (runs.count(key) || runs.size() >= kMaxEpisodeWindows) continue;
+    runs[key] = evidence.size();
+    int64_t seconds = static_cast<int64_t>(e.end - e.start) + view.step;
+    for (const Column& c : kColumns) {
+      evidence.push_back({c.record, InstantPath(used.Reduce(c.record, c.fn, seconds), e.end)});
+    }
+  }
+  TOCSIN_ASSIGN_OR_RETURN(std::vector<QueryResult> values, ask(evidence));
+  for (Episode& e : view.episodes) {
+    auto it = runs.find({e.start, e.end});
+    std::map<std::string, NodeValues> of;
+    if (it == runs.end()) {
+      e.over_window = true;
+      for (const auto& [node, nv] : view.nodes) of[node] = nv.window;
+    } else {
+      for (size_t i = 0; i < columns; ++i) {
+        for (const auto& [node, v] : ByNode(values[it->second + i])) {
+          if (view.nodes.count(node)) of[node].*kColumns[i].field = v;
+        }
       }
     }
-    for (auto& [node, e] : by_node) view.episodes.push_back(std::move(e));
+    e.values = of[e.node];
+    std::vector<double> totals;
+    for (const auto& [node, v] : of) {
+      if (std::isfinite(v.rdma + v.ethernet)) totals.push_back(v.rdma + v.ethernet);
+    }
+    e.peers_median = Median(std::move(totals));
+  }
+
+  // Round 4, --plot only: every node's series.
+  if (o.series) {
+    std::vector<std::pair<std::string, std::string>> plot;
+    for (const Column& c : kColumns) plot.push_back({c.record, range(used.Series(c.record), view.step)});
+    TOCSIN_ASSIGN_OR_RETURN(std::vector<QueryResult> series, ask(plot));
+    for (size_t i = 0; i < columns; ++i) {
+      for (auto& s : series[i].series) {
+        if (const std::string* node = known(s)) {
+          view.nodes[*node].series[kColumns[i].record] = std::move(s.points);
+        }
+      }
+    }
   }
   return view;
 }

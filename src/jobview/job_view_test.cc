@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "jobview/catalog.h"
+#include "jobview/job_queries.h"
 #include "jobview/prometheus.h"
 #include "testing/status_matchers.h"
 
@@ -34,6 +36,19 @@ std::string Matrix(const NodePoints& nodes, const std::string& extra_label = "")
   return out + "]}}";
 }
 
+std::string Vector(const std::map<std::string, double>& nodes, double at) {
+  std::string out = R"({"status":"success","data":{"resultType":"vector","result":[)";
+  bool first = true;
+  for (const auto& [node, v] : nodes) {
+    out += first ? "" : ",";
+    first = false;
+    out += fmt::format(
+        R"({{"metric":{{"namespace":"ml","job_name":"llm","node":"{}"}},"value":[{},"{}"]}})", node,
+        at, v);
+  }
+  return out + "]}}";
+}
+
 // Every step of [from, to] at `v`.
 std::vector<Point> Flat(double v, double from = kEnd - 3600, double to = kEnd) {
   std::vector<Point> out;
@@ -41,11 +56,29 @@ std::vector<Point> Flat(double v, double from = kEnd - 3600, double to = kEnd) {
   return out;
 }
 
-// A Prometheus in memory: the answer to each record's and verdict's query for job ml/llm.
+std::string Unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A Prometheus in memory for job ml/llm: it answers the kinds of query QueryJob asks (built by
+// JobQueries, so that a change there is a change here) from the points each table holds.
 struct FakePrometheus {
   JobOptions options;
-  std::map<std::string, std::string> answers;  // record name or check id -> body
-  std::map<std::string, std::string> recorded;  // the same, for the recorded series
+  // The rules' expressions over the agents' series: per record (kInfo: where tocsin_pod_info
+  // is) and per verdict's check id (its condition), each node's points.
+  std::map<std::string, NodePoints> answers;
+  std::map<std::string, NodePoints> recorded;  // the recorded series (and kVerdictBitmask)
+  std::vector<std::pair<std::string, std::string>> transports;  // (node, transport)
+  std::map<std::string, std::string> raw;  // record or check -> a body answered as it is
   std::vector<std::string> asked;
   std::mutex mu;
 
@@ -53,24 +86,147 @@ struct FakePrometheus {
     options.job = {"ml", "llm"};
     options.until = FromUnixSeconds(static_cast<int64_t>(kEnd));
   }
-  Fetch fetch() {
-    return [this](const std::string& path) -> Result<std::string> {
-      {
-        std::lock_guard lock(mu);  // QueryJob asks from several threads
-        asked.push_back(path);
+
+  // The query string's parameters, decoded.
+  static std::map<std::string, std::string> Params(const std::string& path) {
+    std::map<std::string, std::string> out;
+    std::string_view q = std::string_view(path).substr(path.find('?') + 1);
+    while (!q.empty()) {
+      size_t amp = q.find('&');
+      std::string_view kv = q.substr(0, amp);
+      size_t eq = kv.find('=');
+      out[std::string(kv.substr(0, eq))] = Unescape(kv.substr(eq + 1));
+      q = amp == std::string_view::npos ? "" : q.substr(amp + 1);
+    }
+    return out;
+  }
+
+  // Whether `query` is `pattern` with some number where `pattern` has 987654: that number.
+  static std::optional<int64_t> Match(const std::string& query, const std::string& pattern) {
+    size_t at = pattern.find("987654");
+    std::string head = pattern.substr(0, at), tail = pattern.substr(at + 6);
+    if (!query.starts_with(head) || !query.ends_with(tail) ||
+        query.size() <= head.size() + tail.size()) {
+      return std::nullopt;
+    }
+    std::string mid = query.substr(head.size(), query.size() - head.size() - tail.size());
+    if (mid.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoll(mid);
+  }
+
+  static std::map<std::string, double> Reduce(const NodePoints& data, const std::string& fn,
+                                              double from, double to) {
+    std::map<std::string, double> out;
+    for (const auto& [node, points] : data) {
+      double sum = 0, best = -1e300;
+      size_t n = 0;
+      for (const Point& p : points) {
+        if (p.t <= from || p.t > to) continue;
+        sum += p.v;
+        best = std::max(best, p.v);
+        ++n;
       }
-      for (const auto* table : {&answers, &recorded}) {
-        for (const auto& [name, body] : *table) {
-          std::string expr = name;  // a record's name, or a verdict's check id for its condition
-          for (const Verdict& v : Verdicts()) {
-            if (name == v.check) expr = v.expr;
+      if (n) out[node] = fn == "avg" ? sum / n : fn == "max" ? best : static_cast<double>(n);
+    }
+    return out;
+  }
+
+  std::string Answer(const std::string& path) {
+    auto p = Params(path);
+    const std::string& query = p["query"];
+    bool range = path.starts_with("/api/v1/query_range");
+    double at = range ? 0 : std::stod(p["time"]);
+    for (bool rec : {true, false}) {
+      // An instant query's subqueries run at the view's step: the window / 720, rounded up to 15 s.
+      int64_t view_step = std::max<int64_t>(15, (options.since.count() + 720 * 15 - 1) / (720 * 15) * 15);
+      JobQueries q(options.job, rec, range ? std::stoll(p["step"]) : view_step);
+      const auto& table = rec ? recorded : answers;
+      auto data = [&](const std::string& name) {
+        auto it = table.find(name);
+        return it == table.end() ? NodePoints{} : it->second;
+      };
+      if (auto lookback = Match(query, q.PodInfoGrid(987654)); range && lookback) {
+        return Grid(answers[kInfo], p, *lookback, false);
+      }
+      if (auto lookback = Match(query, q.BitmaskGrid(987654)); range && rec && lookback) {
+        return Grid(data(kVerdictBitmask), p, *lookback, true);
+      }
+      std::vector<std::string> names = {kVerdictBitmask};
+      for (const Record& r : Records()) names.push_back(r.name);
+      for (const std::string& name : names) {
+        for (const char* fn : {"avg", "max", "count"}) {
+          if (auto seconds = Match(query, q.Reduce(name, fn, 987654)); seconds && !range) {
+            if (raw.count(name)) return raw[name];
+            return Vector(Reduce(data(name), fn, at - static_cast<double>(*seconds), at), at);
           }
-          std::string promql = table == &answers ? ForJob(ExpandRecords(expr), options.job)
-                                                 : ForJobRecorded(expr, options.job);
-          if (path == RangePath(promql, kEnd - 3600, kEnd, 15)) return body;
+        }
+        if (range && query == q.Series(name)) return Matrix(data(name));
+      }
+      if (auto seconds = Match(query, q.Transports(987654)); seconds && !range) {
+        std::string out = R"({"status":"success","data":{"resultType":"vector","result":[)";
+        for (size_t i = 0; i < transports.size(); ++i) {
+          out += fmt::format(R"({}{{"metric":{{"namespace":"ml","job_name":"llm","node":"{}",)"
+                             R"("pod":"p{}","pid":"{}","transport":"{}"}},"value":[{},"1"]}})",
+                             i ? "," : "", transports[i].first, i, i, transports[i].second, at);
+        }
+        return out + "]}}";
+      }
+      if (rec && range) {
+        NodePoints set;
+        for (const auto& [node, points] : data(kVerdictBitmask)) {
+          for (const Point& pt : points) {
+            if (pt.v > 0) set[node].push_back(pt);
+          }
+        }
+        std::vector<std::string> some;  // the nodes with a verdict's bit
+        for (const auto& [node, points] : set) {
+          if (std::any_of(points.begin(), points.end(), [](const Point& pt) {
+                return (static_cast<int>(pt.v) & ~kInputsMissingBit) != 0;
+              })) {
+            some.push_back(node);
+          }
+        }
+        if (query == q.Bitmask({}) || query == q.Bitmask(some)) return Matrix(set);
+      }
+      for (const Verdict& v : Verdicts()) {
+        if (!rec && range && query == q.Condition(v)) {
+          return raw.count(v.check) ? raw[v.check] : Matrix(answers[v.check]);
         }
       }
-      return std::string(R"({"status":"success","data":{"resultType":"matrix","result":[]}})");
+    }
+    std::string what = query.substr(0, 80);
+    std::replace(what.begin(), what.end(), '"', '\'');
+    return R"({"status":"error","errorType":"bad_data","error":"the fake does not know )" + what +
+           "\"}";
+  }
+
+  // count_over_time[lookback] (or max_over_time) at `grid` on [start, end]: the cells where
+  // the node has points.
+  static std::string Grid(const NodePoints& data, std::map<std::string, std::string>& p,
+                          int64_t lookback, bool max) {
+    double start = std::stod(p["start"]), end = std::stod(p["end"]), grid = std::stod(p["step"]);
+    NodePoints out;
+    for (const auto& [node, points] : data) {
+      for (double t = start; t <= end; t += grid) {
+        size_t n = 0;
+        double best = -1e300;
+        for (const Point& pt : points) {
+          if (pt.t > t - static_cast<double>(lookback) && pt.t <= t) {
+            ++n;
+            best = std::max(best, pt.v);
+          }
+        }
+        if (n) out[node].push_back({t, max ? best : static_cast<double>(n)});
+      }
+    }
+    return Matrix(out);
+  }
+
+  Fetch fetch() {
+    return [this](const std::string& path) -> Result<std::string> {
+      std::lock_guard lock(mu);  // QueryJob asks from several threads
+      asked.push_back(path);
+      return Answer(path);
     };
   }
 };
@@ -87,26 +243,31 @@ TEST(JobViewTest, NoPodInfoIsNotFoundNamingTheJob) {
   ASSERT_FALSE(view.ok());
   EXPECT_EQ(view.status().code(), StatusCode::kNotFound);
   EXPECT_NE(view.status().message().find("job_name=\"llm\""), std::string::npos);
-  EXPECT_EQ(prom.asked.size(), 1u);  // nothing more is asked of a job that is not there
+  EXPECT_EQ(prom.asked.size(), 2u);  // the two grids: nothing more of a job that is not there
 }
+
+// The queries of a job read from the rules' expressions: grids, columns, transports, verdicts.
+constexpr size_t kExpressionQueries = 2 + 6 + 1 + 3;
 
 TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
-  prom.answers[kGpuUtilization] = Matrix(FourNodes(0.9));
+  prom.answers[kInfo] = FourNodes(1);
+  prom.answers[kGpuUtilization] = FourNodes(0.9);
   NodePoints rdma = FourNodes(1.2e10);
   rdma["node-2"] = Flat(0);
-  prom.answers[kRdmaRate] = Matrix(rdma);
-  prom.answers[kEthernetRate] = Matrix(FourNodes(2e7));
-  prom.answers[kProcessTransport] = Matrix({{"node-2", Flat(1)}}, R"(,"transport":"Socket")");
-  prom.answers[kFabricFallback] = Matrix({{"node-2", Flat(1, kEnd - 1200)}});
+  prom.answers[kRdmaRate] = rdma;
+  prom.answers[kEthernetRate] = FourNodes(2e7);
+  prom.transports = {{"node-2", "Socket"}};
+  prom.answers[kFabricFallback] = {{"node-2", Flat(1, kEnd - 1200)}};
   // A storage blip on node-3 shorter than the alert's `for` (2 minutes): no verdict.
-  prom.answers[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800, kEnd - 1800 + 90)}});
+  prom.answers[kStorageStall] = {{"node-3", Flat(1, kEnd - 1800, kEnd - 1800 + 90)}};
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   EXPECT_EQ(view.step, 15);
-  EXPECT_EQ(view.queries, Records().size() + Verdicts().size() + 1);  // + the records probe
+  EXPECT_FALSE(view.recorded);
+  EXPECT_EQ(view.queries, kExpressionQueries + 6);  // + the episode's evidence
   ASSERT_EQ(view.nodes.size(), 4u);
   EXPECT_EQ(view.nodes.at("node-2").transports.at("Socket"), 1u);
+  EXPECT_TRUE(view.nodes.at("node-2").series.empty());  // no --plot: no series asked
   ASSERT_EQ(view.episodes.size(), 1u);
   EXPECT_EQ(view.episodes[0].node, "node-2");
   EXPECT_TRUE(view.episodes[0].ongoing);
@@ -120,6 +281,7 @@ TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
   EXPECT_EQ(f.since, FromUnixSeconds(static_cast<int64_t>(kEnd - 1200)));
   EXPECT_EQ(f.evidence["alert"], "TocsinJobFabricFallback");
   EXPECT_EQ(f.evidence["series"][kRdmaRate], 0.0);
+  EXPECT_EQ(f.evidence["series_over"], "episode");
   EXPECT_EQ(f.evidence["ongoing"], true);
   ASSERT_EQ(report.tables.size(), 1u);
   const Table& t = report.tables[0];
@@ -131,22 +293,25 @@ TEST(JobViewTest, NodesSideBySideAndTheFallbackVerdictWithItsOnset) {
   EXPECT_EQ(report.inventory["nodes"]["node-2"]["nccl_transports"]["Socket"], 1);
 }
 
-// The queries go out several at once; the view is the same as one at a time, in the same order.
+// The queries go out several at once; the view is the same as one at a time.
 TEST(JobViewTest, ParallelQueriesGiveTheSameViewAsOneAtATime) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
-  prom.answers[kGpuUtilization] = Matrix(FourNodes(0.9));
-  prom.answers[kRdmaRate] = Matrix(FourNodes(1.2e10));
-  prom.answers[kEthernetRate] = Matrix(FourNodes(2e7));
-  prom.answers[kFabricFallback] = Matrix({{"node-2", Flat(1, kEnd - 1200)}});
-  prom.answers[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800)}});
+  prom.answers[kInfo] = FourNodes(1);
+  prom.answers[kGpuUtilization] = FourNodes(0.9);
+  prom.answers[kRdmaRate] = FourNodes(1.2e10);
+  prom.answers[kEthernetRate] = FourNodes(2e7);
+  prom.answers[kFabricFallback] = {{"node-2", Flat(1, kEnd - 1200)}};
+  prom.answers[kStorageStall] = {{"node-3", Flat(1, kEnd - 1800)}};
   prom.options.parallel = 1;
   ASSERT_OK_AND_ASSIGN(JobView one, QueryJob(prom.fetch(), prom.options));
   std::vector<std::string> asked_one = prom.asked;
   prom.asked.clear();
   prom.options.parallel = 8;
   ASSERT_OK_AND_ASSIGN(JobView many, QueryJob(prom.fetch(), prom.options));
-  EXPECT_EQ(asked_one.front(), prom.asked.front());  // the job's nodes first, alone
+  for (const auto* asked : {&asked_one, &prom.asked}) {  // the grids first, alone
+    ASSERT_GE(asked->size(), 2u);
+    for (size_t i = 0; i < 2; ++i) EXPECT_NE((*asked)[i].find("_over_time"), std::string::npos);
+  }
   std::sort(asked_one.begin(), asked_one.end());
   std::sort(prom.asked.begin(), prom.asked.end());
   EXPECT_EQ(asked_one, prom.asked);
@@ -157,47 +322,75 @@ TEST(JobViewTest, ParallelQueriesGiveTheSameViewAsOneAtATime) {
     EXPECT_EQ(one.episodes[i].node, many.episodes[i].node);
     EXPECT_EQ(one.episodes[i].verdict, many.episodes[i].verdict);
     EXPECT_EQ(one.episodes[i].start, many.episodes[i].start);
+    EXPECT_EQ(one.episodes[i].values.gpu, many.episodes[i].values.gpu);
   }
   ASSERT_EQ(one.nodes.size(), many.nodes.size());
-  for (const auto& [node, nv] : one.nodes) EXPECT_EQ(nv.series.size(), many.nodes.at(node).series.size());
+  for (const auto& [node, nv] : one.nodes) EXPECT_EQ(nv.window.rdma, many.nodes.at(node).window.rdma);
+}
+
+// The recorded series of four healthy nodes, node-3 stalled on storage from half an hour ago.
+void Recorded(FakePrometheus& prom) {
+  prom.answers[kInfo] = FourNodes(1);
+  prom.recorded[kGpuUtilization] = FourNodes(0.9);
+  prom.recorded[kRdmaRate] = FourNodes(1.2e10);
+  prom.recorded[kEthernetRate] = FourNodes(2e7);
+  NodePoints bits = FourNodes(0);
+  bits["node-3"] = Flat(0, kEnd - 3600, kEnd - 1815);
+  for (const Point& p : Flat(2, kEnd - 1800)) bits["node-3"].push_back(p);
+  prom.recorded[kVerdictBitmask] = bits;
 }
 
 // Prometheus recorded the rules over the whole window: their series are read, not re-evaluated.
 TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
-  prom.recorded[kInfo] = Matrix(FourNodes(1));
-  prom.recorded[kGpuUtilization] = Matrix(FourNodes(0.9));
-  prom.recorded[kRdmaRate] = Matrix(FourNodes(1.2e10));
-  prom.recorded[kEthernetRate] = Matrix(FourNodes(2e7));
-  prom.recorded[kStorageStall] = Matrix({{"node-3", Flat(1, kEnd - 1800)}});
+  Recorded(prom);
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   EXPECT_TRUE(view.recorded);
-  EXPECT_EQ(view.queries, Records().size() + Verdicts().size() + 1);  // + the coverage probe
+  // grids, columns, transports, the bitmask of node-3, the evidence
+  EXPECT_EQ(view.queries, 2 + 6 + 1 + 1 + 6);
   for (size_t i = 2; i < prom.asked.size(); ++i) {
     EXPECT_EQ(prom.asked[i].find("tocsin_pod_info"), std::string::npos) << prom.asked[i];
   }
+  // Only the node with a verdict is asked over the window at the step.
+  size_t ranges = 0;
+  for (const auto& path : prom.asked) {
+    std::string query = FakePrometheus::Params(path)["query"];
+    if (path.starts_with("/api/v1/query_range") && query.find("_over_time") == std::string::npos) {
+      ++ranges;
+      EXPECT_NE(query.find("node=~\"node-3\""), std::string::npos) << query;
+    }
+  }
+  EXPECT_EQ(ranges, 1u);
   ASSERT_EQ(view.episodes.size(), 1u);
   EXPECT_EQ(view.episodes[0].node, "node-3");
+  EXPECT_EQ(view.episodes[0].verdict->check, std::string(kStorageStall));
+  EXPECT_EQ(view.episodes[0].start, kEnd - 1800);
   Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
   EXPECT_EQ(report.inventory["source"], "recorded");
 
-  // The GPU record failing on one node (a GPU shared by two jobs makes its join many-to-many):
-  // the expressions, so that the node's GPU utilisation is not silently missing.
+  // The GPU record failing on one node for a while (a GPU shared by two jobs makes its join
+  // many-to-many), which the bitmask says with its 8: the expressions, so that the node's GPU
+  // utilisation and verdicts are not silently missing then.
   prom.asked.clear();
-  NodePoints gpu = FourNodes(0.9);
-  gpu.erase("node-2");
-  prom.recorded[kGpuUtilization] = Matrix(gpu);
+  prom.recorded[kVerdictBitmask]["node-2"] = Flat(0);
+  prom.recorded[kVerdictBitmask]["node-2"][100].v = kInputsMissingBit;
   ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
   EXPECT_FALSE(view.recorded);
   EXPECT_NE(prom.asked.back().find("tocsin_pod_info"), std::string::npos);
-  prom.recorded[kGpuUtilization] = Matrix(FourNodes(0.9));
+  prom.recorded[kVerdictBitmask]["node-2"] = Flat(0);
+  // Forced to the records, the 8 is no verdict.
+  prom.recorded[kVerdictBitmask]["node-1"] = Flat(kInputsMissingBit);
+  prom.options.source = JobOptions::Source::kRecords;
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_TRUE(view.recorded);
+  ASSERT_EQ(view.episodes.size(), 1u);
+  EXPECT_EQ(view.episodes[0].node, "node-3");
+  prom.options.source = JobOptions::Source::kAuto;
+  prom.recorded[kVerdictBitmask]["node-1"] = Flat(0);
 
   // One node's records begin halfway (the rules deployed then): the expressions instead.
   prom.asked.clear();
-  NodePoints partial = FourNodes(1);
-  partial["node-4"] = Flat(1, kEnd - 1800);
-  prom.recorded[kInfo] = Matrix(partial);
+  prom.recorded[kVerdictBitmask]["node-4"] = Flat(0, kEnd - 1800);
   ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
   EXPECT_FALSE(view.recorded);
   EXPECT_TRUE(view.episodes.empty());  // the stall was only in the (unread) records
@@ -205,7 +398,13 @@ TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
   report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
   EXPECT_EQ(report.inventory["source"], "expressions");
 
+  // Rules of a release without the bitmask: never read as "no verdict".
+  prom.recorded.erase(kVerdictBitmask);
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_FALSE(view.recorded);
+
   // Forced either way.
+  Recorded(prom);
   prom.options.source = JobOptions::Source::kExpressions;
   ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
   EXPECT_FALSE(view.recorded);
@@ -214,18 +413,62 @@ TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
   EXPECT_TRUE(view.recorded);
 }
 
+// A healthy job read from its records: no range query but the grids, whatever its size.
+TEST(JobViewTest, AHealthyRecordedJobAsksNoSeriesOverTheWindow) {
+  FakePrometheus prom;
+  Recorded(prom);
+  prom.recorded[kVerdictBitmask] = FourNodes(0);
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_TRUE(view.recorded);
+  EXPECT_TRUE(view.episodes.empty());
+  EXPECT_EQ(view.queries, 2 + 6 + 1);
+  size_t ranges = 0;
+  for (const auto& path : prom.asked) ranges += path.starts_with("/api/v1/query_range");
+  EXPECT_EQ(ranges, 2u);
+  EXPECT_NEAR(view.nodes.at("node-1").window.gpu, 0.9, 1e-9);
+
+  // --plot: the series too.
+  prom.options.series = true;
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_EQ(view.nodes.at("node-1").series.at(kRdmaRate).size(), Flat(0).size());
+}
+
+// A straggler's evidence: its rate and its peers' median over its episode, not the window's.
+TEST(JobViewTest, AStragglersEvidenceIsItsEpisodeBesideItsPeers) {
+  FakePrometheus prom;
+  Recorded(prom);
+  NodePoints rdma = FourNodes(1e10);
+  rdma["node-4"] = Flat(1e10, kEnd - 3600, kEnd - 615);
+  for (const Point& p : Flat(1e9, kEnd - 600)) rdma["node-4"].push_back(p);
+  prom.recorded[kRdmaRate] = rdma;
+  NodePoints bits = FourNodes(0);
+  bits["node-4"] = Flat(0, kEnd - 3600, kEnd - 615);
+  for (const Point& p : Flat(4, kEnd - 600)) bits["node-4"].push_back(p);
+  prom.recorded[kVerdictBitmask] = bits;
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  ASSERT_EQ(view.episodes.size(), 1u);
+  const Episode& e = view.episodes[0];
+  EXPECT_EQ(e.verdict->check, std::string(kNetworkStraggler));
+  EXPECT_DOUBLE_EQ(e.values.rdma, 1e9);
+  EXPECT_DOUBLE_EQ(e.peers_median, 1e10 + 2e7);
+  EXPECT_GT(view.nodes.at("node-4").window.rdma, 5e9);  // the window's mean hides it
+  Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].evidence["peers_median_bytes_per_second"], 1e10 + 2e7);
+}
+
 // The three series every node needs, for all four nodes.
 void AllInputs(FakePrometheus& prom) {
-  prom.answers[kGpuUtilization] = Matrix(FourNodes(0.9));
-  prom.answers[kRdmaRate] = Matrix(FourNodes(1.2e10));
-  prom.answers[kEthernetRate] = Matrix(FourNodes(2e7));
+  prom.answers[kGpuUtilization] = FourNodes(0.9);
+  prom.answers[kRdmaRate] = FourNodes(1.2e10);
+  prom.answers[kEthernetRate] = FourNodes(2e7);
 }
 
 TEST(JobViewTest, APastEpisodeSaysWhenItEnded) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kInfo] = FourNodes(1);
   AllInputs(prom);
-  prom.answers[kStorageStall] = Matrix({{"node-1", Flat(1, kEnd - 1800, kEnd - 900)}});
+  prom.answers[kStorageStall] = {{"node-1", Flat(1, kEnd - 1800, kEnd - 900)}};
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
   ASSERT_EQ(report.findings.size(), 1u);
@@ -236,15 +479,31 @@ TEST(JobViewTest, APastEpisodeSaysWhenItEnded) {
   EXPECT_NE(report.findings[0].message.find("over since"), std::string::npos);
 }
 
+// More distinct runs than are asked about one by one: the rest carry the window's values.
+TEST(JobViewTest, ManyDistinctEpisodesFallBackToTheWindowsValues) {
+  FakePrometheus prom;
+  NodePoints info;
+  for (size_t i = 0; i < kMaxEpisodeWindows + 2; ++i) {
+    std::string node = fmt::format("node-{:02}", i);
+    info[node] = Flat(1);
+    prom.answers[kStorageStall][node] = Flat(1, kEnd - 1800 + 15 * static_cast<double>(i));
+  }
+  prom.answers[kInfo] = info;
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  ASSERT_EQ(view.episodes.size(), kMaxEpisodeWindows + 2);
+  size_t over_window = 0;
+  for (const Episode& e : view.episodes) over_window += e.over_window;
+  EXPECT_EQ(over_window, 2u);
+  EXPECT_EQ(view.queries, kExpressionQueries + 6 * kMaxEpisodeWindows);
+}
+
 // A node whose agent (or fabric task) is down has no series: no verdict can be judged there,
 // and the report says so instead of reading as healthy.
 TEST(JobViewTest, ANodeWithoutItsSeriesIsAFindingNotSilence) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kInfo] = FourNodes(1);
   AllInputs(prom);
-  NodePoints rdma = FourNodes(1.2e10);
-  rdma.erase("node-3");
-  prom.answers[kRdmaRate] = Matrix(rdma);
+  prom.answers[kRdmaRate].erase("node-3");
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   Report report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
   ASSERT_EQ(report.findings.size(), 1u);
@@ -257,21 +516,31 @@ TEST(JobViewTest, ANodeWithoutItsSeriesIsAFindingNotSilence) {
 // episode, onset or time conversion sees them.
 TEST(JobViewTest, PointsOutsideTheWindowAreDropped) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
+  prom.answers[kInfo] = FourNodes(1);
   AllInputs(prom);
-  prom.answers[kFabricFallback] =
-      Matrix({{"node-2", {{1e300, 1}, {1e300 + 1e285, 1}, {-1e300, 1}}}});
+  prom.answers[kFabricFallback] = {{"node-2", {{1e300, 1}, {1e300 + 1e285, 1}, {-1e300, 1}}}};
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   EXPECT_TRUE(view.episodes.empty());
   EXPECT_GE(view.drops.points, 2u);
 }
 
+// A hostile bitmask (huge, negative, NaN) sets no verdict's bit.
+TEST(JobViewTest, ABitmaskOutOfRangeIsNoVerdict) {
+  FakePrometheus prom;
+  Recorded(prom);
+  prom.recorded[kVerdictBitmask]["node-3"] = Flat(1e300);
+  prom.recorded[kVerdictBitmask]["node-2"] = Flat(-1);
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_TRUE(view.recorded);
+  EXPECT_TRUE(view.episodes.empty());
+}
+
 TEST(JobViewTest, SeriesOfOtherNodesOrWithoutANodeAreDroppedAndCounted) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix({{"node-1", Flat(1)}});
-  prom.answers[kRdmaRate] = Matrix({{"node-1", Flat(1)}, {"node-9", Flat(1)}});
-  prom.answers[kNetworkStraggler] = R"({"status":"success","data":{"resultType":"matrix",)"
-                                    R"("result":[{"metric":{},"values":[[1,"1"]]}]}})";
+  prom.answers[kInfo] = {{"node-1", Flat(1)}};
+  prom.answers[kRdmaRate] = {{"node-1", Flat(1)}, {"node-9", Flat(1)}};
+  prom.raw[kNetworkStraggler] = R"({"status":"success","data":{"resultType":"matrix",)"
+                                R"("result":[{"metric":{},"values":[[1,"1"]]}]}})";
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
   EXPECT_EQ(view.nodes.size(), 1u);
   EXPECT_EQ(view.drops.series, 2u);
@@ -282,9 +551,8 @@ TEST(JobViewTest, SeriesOfOtherNodesOrWithoutANodeAreDroppedAndCounted) {
 
 TEST(JobViewTest, AFailedQueryNamesItsRecord) {
   FakePrometheus prom;
-  prom.answers[kInfo] = Matrix(FourNodes(1));
-  prom.answers[kLustreWait] =
-      R"({"status":"error","errorType":"timeout","error":"query timed out"})";
+  prom.answers[kInfo] = FourNodes(1);
+  prom.raw[kLustreWait] = R"({"status":"error","errorType":"timeout","error":"query timed out"})";
   auto view = QueryJob(prom.fetch(), prom.options);
   ASSERT_FALSE(view.ok());
   EXPECT_NE(view.status().message().find(kLustreWait), std::string::npos);
@@ -296,20 +564,31 @@ TEST(JobViewTest, AFailedQueryNamesItsRecord) {
   auto none = QueryJob(down, prom.options);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
+
+  Fetch throws = [](const std::string&) -> Result<std::string> { throw std::bad_alloc(); };
+  auto thrown = QueryJob(throws, prom.options);
+  ASSERT_FALSE(thrown.ok());
+  EXPECT_EQ(thrown.status().code(), StatusCode::kInternal);
 }
 
-TEST(JobViewTest, TheStepGrowsWithTheWindow) {
+TEST(JobViewTest, TheStepAndTheGridGrowWithTheWindow) {
   FakePrometheus prom;
   prom.options.since = std::chrono::hours(24);
-  std::string path;
-  Fetch f = [&](const std::string& p) -> Result<std::string> {
-    path = p;
-    return Status::NotFound("stop");
-  };
-  (void)QueryJob(f, prom.options);
-  EXPECT_TRUE(path.ends_with("&step=120")) << path;
-  EXPECT_NE(path.find(fmt::format("&start={:.0f}&end={:.0f}", kEnd - 86400, kEnd)),
+  prom.answers[kInfo] = FourNodes(1);
+  ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_EQ(view.step, 120);
+  EXPECT_EQ(GridSeconds(86400, 120), 360);
+  EXPECT_EQ(GridSeconds(3600, 15), 15);
+  EXPECT_TRUE(prom.asked.front().ends_with("&step=360")) << prom.asked.front();
+  EXPECT_NE(prom.asked.front().find(fmt::format("&start={:.0f}&end={:.0f}", kEnd - 86400, kEnd)),
             std::string::npos);
+}
+
+TEST(JobViewTest, NodeRegexEscapesDotsAndOnlySafeNamesGoIn) {
+  EXPECT_EQ(NodeRegex({"gpu.a-1", "b_2"}), "gpu\\\\.a-1|b_2");
+  EXPECT_TRUE(SafeNodeName("gpu-node-01.example"));
+  for (const char* bad : {"", "a\"b", "a|b", "a\nb", "a)b"}) EXPECT_FALSE(SafeNodeName(bad)) << bad;
+  EXPECT_FALSE(SafeNodeName(std::string(254, 'a')));
 }
 
 }  // namespace

@@ -48,12 +48,12 @@ constexpr Verdict kVerdicts[] = {
      "tocsin:job_node_ethernet_bytes_per_second > 1e8 and "
      "tocsin:job_node_rdma_bytes_per_second < 1e6 unless "
      "(tocsin:job_node_storage_probe_p99_seconds > 0.5 or "
-     "tocsin:job_node_lustre_wait_seconds:max > 0.1))"},
+     "tocsin:job_node_lustre_wait_seconds:max > 0.1))", 1},
     {kStorageStall, "TocsinJobStorageStall", "warning", std::chrono::seconds(120),
      Severity::kWarning,
      "tocsin:job_node_gpu_utilization:avg < 0.5 and "
      "(tocsin:job_node_storage_probe_p99_seconds > 0.5 or "
-     "tocsin:job_node_lustre_wait_seconds:max > 0.1)"},
+     "tocsin:job_node_lustre_wait_seconds:max > 0.1)", 2},
     {kNetworkStraggler, "TocsinJobNetworkStraggler", "warning", std::chrono::seconds(300),
      Severity::kWarning,
      "(tocsin:job_node_rdma_bytes_per_second + "
@@ -69,7 +69,7 @@ constexpr Verdict kVerdicts[] = {
      "tocsin:job_node_rdma_bytes_per_second < 1e6 or "
      "tocsin:job_node_gpu_utilization:avg < 0.5 and "
      "(tocsin:job_node_storage_probe_p99_seconds > 0.5 or "
-     "tocsin:job_node_lustre_wait_seconds:max > 0.1))"},
+     "tocsin:job_node_lustre_wait_seconds:max > 0.1))", 4},
 };
 
 // PromQL metric names: [a-zA-Z_:][a-zA-Z0-9_:]*.
@@ -103,6 +103,23 @@ Result<JobRef> ParseJobRef(std::string_view text) {
 }
 
 std::span<const Record> Records() { return kRecords; }
+
+std::string VerdictBitmaskExpr() {
+  // count by: one 1 per node whatever the condition's value (never NaN); `or` the info record
+  // times 0: a 0 on every node of a job where the condition does not hold.
+  std::string out;
+  for (const Verdict& v : kVerdicts) {
+    out += "(count by (namespace, job_name, node) (" + std::string(v.expr) + ") * 0 + " +
+           std::to_string(v.bit) + " or " + kInfo + " * 0) + on (namespace, job_name, node) ";
+  }
+  // The inputs every verdict needs: a node of the job without one of them (its agent's task
+  // down, or a rule failing: a GPU shared by two jobs makes that join many-to-many) sets 8.
+  return out + "(" + kInfo + " * 0 + " + std::to_string(kInputsMissingBit) +
+         " unless on (namespace, job_name, node) (" + kGpuUtilization +
+         " and on (namespace, job_name, node) " + kRdmaRate +
+         " and on (namespace, job_name, node) " + kEthernetRate + ") or " + kInfo + " * 0)";
+}
+
 std::span<const Verdict> Verdicts() { return kVerdicts; }
 
 const Record* FindRecord(std::string_view name) {

@@ -37,6 +37,7 @@ struct Verdict {
   std::chrono::seconds hold;
   Severity severity;
   const char* expr;
+  int bit;  // its bit in the record tocsin:job_node_verdicts:bitmask
 };
 
 // The records, in the rules' order; the per-node ones (labels namespace, job_name, node) first.
@@ -52,6 +53,15 @@ inline constexpr char kStorageP99[] = "tocsin:job_node_storage_probe_p99_seconds
 inline constexpr char kLustreWait[] = "tocsin:job_node_lustre_wait_seconds:max";
 inline constexpr char kSocketProcesses[] = "tocsin:job_node_nccl_socket_processes:count";
 inline constexpr char kProcessTransport[] = "tocsin:job_process_nccl_transport:info";
+// The last record of the group: per node of a job, the sum of the bits of the verdicts whose
+// condition holds, plus kInputsMissingBit where the GPU, RDMA or Ethernet record is missing
+// (0: none). Dense (a series wherever tocsin:job_node:info is), so that its coverage says the
+// verdicts were recorded, and one range query finds every episode.
+inline constexpr char kVerdictBitmask[] = "tocsin:job_node_verdicts:bitmask";
+inline constexpr int kInputsMissingBit = 8;
+
+// The bitmask record's expression, composed from Verdicts() (a test holds the file to it).
+std::string VerdictBitmaskExpr();
 
 // `expr` with every record name replaced by its expression in parentheses (so that a query
 // needs no recorded history: backfilled data, a Prometheus without the rules).

@@ -20,9 +20,14 @@ TEST(QueriesTest, TheTablesAreTheRulesGroupTocsinJob) {
     if (rules["groups"][i]["name"].as<std::string>() == "tocsin-job") group = rules["groups"][i];
   }
   ASSERT_TRUE(group) << "deploy/agent/alerts.yaml has no group tocsin-job";
-  size_t records = 0, alerts = 0;
+  size_t records = 0, alerts = 0, bitmasks = 0;
   for (const auto& rule : group["rules"]) {
-    if (rule["record"]) {
+    if (rule["record"] && rule["record"].as<std::string>() == kVerdictBitmask) {
+      // The last rule: it reads the records and the alerts' conditions of the same evaluation.
+      EXPECT_EQ(rule["expr"].as<std::string>(), VerdictBitmaskExpr());
+      EXPECT_EQ(alerts, Verdicts().size());
+      ++bitmasks;
+    } else if (rule["record"]) {
       ASSERT_LT(records, Records().size()) << rule["record"].as<std::string>();
       EXPECT_EQ(rule["record"].as<std::string>(), Records()[records].name);
       EXPECT_EQ(rule["expr"].as<std::string>(), Records()[records].expr);
@@ -41,6 +46,12 @@ TEST(QueriesTest, TheTablesAreTheRulesGroupTocsinJob) {
   }
   EXPECT_EQ(records, Records().size());
   EXPECT_EQ(alerts, Verdicts().size());
+  EXPECT_EQ(bitmasks, 1u);
+  int bits = 0;
+  for (const Verdict& v : Verdicts()) {
+    EXPECT_EQ(v.bit & bits, 0) << v.check;  // one bit each
+    bits |= v.bit;
+  }
 }
 
 TEST(QueriesTest, ExpandReplacesWholeRecordNamesOnly) {

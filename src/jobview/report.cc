@@ -14,26 +14,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Mean (or max) of the finite points in [from, to]; NaN when there is none.
-double Reduce(const std::vector<Point>* points, double from, double to, bool max) {
-  if (points == nullptr) return kNaN;
-  double sum = 0, best = -std::numeric_limits<double>::infinity();
-  size_t n = 0;
-  for (const Point& p : *points) {
-    if (p.t < from || p.t > to || !std::isfinite(p.v)) continue;
-    sum += p.v;
-    best = std::max(best, p.v);
-    ++n;
-  }
-  if (n == 0) return kNaN;
-  return max ? best : sum / static_cast<double>(n);
-}
-
-const std::vector<Point>* Of(const NodeView& n, const char* record) {
-  auto it = n.series.find(record);
-  return it == n.series.end() ? nullptr : &it->second;
-}
-
 nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
 
 std::string Rate(double bps) {
@@ -53,31 +33,12 @@ std::string Transports(const NodeView& n) {
   return parts.empty() ? "-" : Join(parts, ", ");
 }
 
-// The node's values over [from, to]: what each column and each piece of evidence shows.
-struct Values {
-  double gpu, rdma, ethernet, storage_p99, lustre_wait, socket_processes;
-};
-Values ValuesOf(const NodeView& n, double from, double to) {
-  return {Reduce(Of(n, kGpuUtilization), from, to, false),
-          Reduce(Of(n, kRdmaRate), from, to, false),
-          Reduce(Of(n, kEthernetRate), from, to, false),
-          Reduce(Of(n, kStorageP99), from, to, true),
-          Reduce(Of(n, kLustreWait), from, to, true),
-          Reduce(Of(n, kSocketProcesses), from, to, true)};
-}
+using Values = NodeValues;
 
 nlohmann::json ToJson(const Values& v) {
   return {{kGpuUtilization, Number(v.gpu)},     {kRdmaRate, Number(v.rdma)},
           {kEthernetRate, Number(v.ethernet)},  {kStorageP99, Number(v.storage_p99)},
           {kLustreWait, Number(v.lustre_wait)}, {kSocketProcesses, Number(v.socket_processes)}};
-}
-
-double Median(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 std::string Message(const Episode& e, const JobView& view, const Values& v, double peers) {
@@ -118,14 +79,8 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
 
   std::map<std::string, std::vector<std::string>> verdicts_of;
   for (const Episode& e : view.episodes) {
-    const NodeView& n = view.nodes.at(e.node);
-    Values v = ValuesOf(n, e.start, e.end);
-    std::vector<double> totals;
-    for (const auto& [name, peer] : view.nodes) {
-      Values pv = ValuesOf(peer, e.start, e.end);
-      totals.push_back(pv.rdma + pv.ethernet);
-    }
-    double peers = Median(totals);
+    const Values& v = e.values;
+    double peers = e.peers_median;
     Finding f;
     f.check = e.verdict->check;
     f.severity = e.verdict->severity;
@@ -139,7 +94,8 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
                   {"until", at(e.end)},
                   {"ongoing", e.ongoing},
                   {"episodes", e.runs},
-                  {"series", ToJson(v)}};
+                  {"series", ToJson(v)},
+                  {"series_over", e.over_window ? "window" : "episode"}};
     if (f.check == kNetworkStraggler) f.evidence["peers_median_bytes_per_second"] = Number(peers);
     verdicts_of[e.node].push_back(f.check);
     report.findings.push_back(std::move(f));
@@ -160,7 +116,7 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
                                "(no recorded series cover the whole window)."}};
   nlohmann::json nodes = nlohmann::json::object();
   for (const auto& [name, n] : view.nodes) {
-    Values v = ValuesOf(n, view.start, view.end);
+    const Values& v = n.window;
     auto verdicts = verdicts_of.find(name);
     std::string verdict = verdicts == verdicts_of.end() ? "-" : Join(verdicts->second, ", ");
     table.rows.push_back({name, Percent(v.gpu), Rate(v.rdma), Rate(v.ethernet),
@@ -169,7 +125,7 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
   }
   // Silence is not health: a node whose inputs are missing gets no verdict, and says why.
   for (const auto& [name, n] : view.nodes) {
-    Values v = ValuesOf(n, view.start, view.end);
+    const Values& v = n.window;
     std::vector<std::string> missing;
     if (!std::isfinite(v.gpu)) missing.push_back(kGpuUtilization);
     if (!std::isfinite(v.rdma)) missing.push_back(kRdmaRate);

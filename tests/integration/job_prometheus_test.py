@@ -179,20 +179,24 @@ class JobPrometheusTest(unittest.TestCase):
         """Last (zz): restarts Prometheus with the recording rules backfilled."""
         with open(os.path.join(ROOT, "deploy", "agent", "alerts.yaml")) as f:
             groups = [g for g in yaml.safe_load(f)["groups"] if g["name"] == "tocsin-job"]
-        rules = os.path.join(self.tmp, "job-rules.yaml")
-        with open(rules, "w") as f:
-            yaml.safe_dump({"groups": [{"name": "tocsin-job", "rules": [
-                r for r in groups[0]["rules"] if "record" in r]}]}, f)
-        out = os.path.join(self.tmp, "rule-blocks")
-        r = subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules",
-                            f"--start={self.end - 3600}", f"--end={self.end}",
-                            "--eval-interval=60s", f"--url={self.url}", f"--output-dir={out}",
-                            rules], capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.stop_prometheus()
-        for block in os.listdir(out):
-            shutil.move(os.path.join(out, block), os.path.join(self.tsdb, block))
-        type(self).start_prometheus()
+        # Two passes: promtool evaluates each rule on its own against this Prometheus, and the
+        # bitmask reads the other records, which only the first pass's blocks hold.
+        records = [r for r in groups[0]["rules"] if "record" in r]
+        for n, batch in enumerate((records[:-1], records[-1:])):
+            self.assertEqual(records[-1]["record"], "tocsin:job_node_verdicts:bitmask")
+            rules = os.path.join(self.tmp, f"job-rules-{n}.yaml")
+            with open(rules, "w") as f:
+                yaml.safe_dump({"groups": [{"name": "tocsin-job", "rules": batch}]}, f)
+            out = os.path.join(self.tmp, f"rule-blocks-{n}")
+            r = subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules",
+                                f"--start={self.end - 3600}", f"--end={self.end}",
+                                "--eval-interval=60s", f"--url={self.url}", f"--output-dir={out}",
+                                rules], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.stop_prometheus()
+            for block in os.listdir(out):
+                shutil.move(os.path.join(out, block), os.path.join(self.tsdb, block))
+            type(self).start_prometheus()
         # With the records there for the whole window, `tocsin job` reads them (--source auto)
         # instead of re-evaluating their expressions, and finds the same verdicts and onsets.
         for name in ("fallback", "ckpt", "straggler", "healthy"):
@@ -202,12 +206,14 @@ class JobPrometheusTest(unittest.TestCase):
                 _, expressions, want = self.verdicts(name, "--source", "expressions")
                 self.assertEqual(expressions["inventory"]["source"], "expressions")
                 self.assertEqual(set(found), set(want))
-                # Onsets agree within the rules' evaluation interval (60 s here): the records
-                # hold one value per evaluation.
+                # Onsets agree within two of the rules' evaluation intervals (60 s here) and a
+                # step: the records hold one value per evaluation, and promtool's second pass
+                # evaluates the bitmask at other instants than the first pass's records (a live
+                # Prometheus evaluates the group's rules at one instant).
                 for key, f in want.items():
                     lag = (time.mktime(time.strptime(found[key]["since"], "%Y-%m-%dT%H:%M:%SZ")) -
                            time.mktime(time.strptime(f["since"], "%Y-%m-%dT%H:%M:%SZ")))
-                    self.assertLessEqual(abs(lag), 60, key)
+                    self.assertLessEqual(abs(lag), 2 * 60 + 15, key)
         with open(DASHBOARD) as f:
             dashboard = json.load(f)
         queried = 0
