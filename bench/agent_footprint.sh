@@ -7,7 +7,9 @@
 # agent's: the sum over every process it keeps, children included), CPU per scrape, /metrics
 # latency at RATE scrapes/s for SECONDS (one keep-alive connection, as Prometheus), and RSS after
 # TOTAL scrapes; ROUNDS rounds, medians printed, with the load average before and after (the
-# machine may be shared).
+# machine may be shared). The agent with writes makes each API call in a short-lived child; a
+# fourth exporter, the same with --kube-in-process, is the footprint of the calls made in the
+# agent itself; what libraries of libcurl's the former maps after its writes is printed.
 # Usage: bench/agent_footprint.sh [RATE] [SECONDS] [TOTAL] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,17 +51,24 @@ NODE_NAME=gpu-node-01 KUBECONFIG= "$BIN" agent --root "$ROOT" --listen 127.0.0.1
   2>"$WORK/agent-kube.log" &
 PIDS+=($!)
 AGENT_KUBE=$!
+# The same with every API call in the agent's own process (libcurl mapped for good): the
+# footprint before the calls moved into a short-lived child each.
+NODE_NAME=gpu-node-01 KUBECONFIG= "$BIN" agent --root "$ROOT" --listen 127.0.0.1:19466 \
+  --kubeconfig "$WORK/kubeconfig" --no-pod-resources --reconcile 5s --heartbeat 5s \
+  --kube-in-process 2>"$WORK/agent-kube-inproc.log" &
+PIDS+=($!)
+AGENT_INPROC=$!
 prometheus-node-exporter --web.listen-address=127.0.0.1:19100 --path.sysfs="$ROOT/sys" \
   --path.procfs="$ROOT/proc" --path.rootfs="$ROOT" 2>"$WORK/ne.log" &
 PIDS+=($!)
 NE=$!
 
-python3 - "$RATE" "$SECONDS_" "$TOTAL" "$ROUNDS" "$AGENT" "$AGENT_KUBE" "$NE" <<'PY'
+python3 - "$RATE" "$SECONDS_" "$TOTAL" "$ROUNDS" "$AGENT" "$AGENT_KUBE" "$NE" "$AGENT_INPROC" <<'PY'
 import http.client, os, statistics, sys, time
 
 rate, seconds, total, rounds = (float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]),
                                 int(sys.argv[4]))
-agent_pid, kube_pid, ne_pid = (int(a) for a in sys.argv[5:8])
+agent_pid, kube_pid, ne_pid, inproc_pid = (int(a) for a in sys.argv[5:9])
 hz = os.sysconf("SC_CLK_TCK")
 
 def children():
@@ -130,11 +139,13 @@ def loadavg():
 
 wait_ready(19464, "/readyz")
 wait_ready(19465, "/readyz")
+wait_ready(19466, "/readyz")
 wait_ready(19100, "/metrics")
 time.sleep(2)  # the agents' first task round and node_exporter's start settle
 load_before = loadavg()
 exporters = (("tocsin agent --no-kube", 19464, agent_pid),
              ("tocsin agent, Kubernetes writes on", 19465, kube_pid),
+             ("tocsin agent, writes on, --kube-in-process", 19466, inproc_pid),
              ("node_exporter 1.5.0", 19100, ne_pid))
 rows = {name: [] for name, _, _ in exporters}
 for _ in range(rounds):
@@ -172,6 +183,13 @@ for name, _, _ in exporters:
 kube = rows["tocsin agent, Kubernetes writes on"][-1][8]
 ne = statistics.median(r[3] for r in rows["node_exporter 1.5.0"])
 ak = statistics.median(r[3] for r in rows["tocsin agent, Kubernetes writes on"])
-print("Kubernetes writes on: %.2fx node_exporter's RSS; %d condition patches written meanwhile"
-      % (ak / ne, kube))
+ai = statistics.median(r[3] for r in rows["tocsin agent, writes on, --kube-in-process"])
+with open("/proc/%d/maps" % kube_pid) as f:
+    maps = f.read()
+mapped = sorted({lib for lib in ("libcurl", "libssl", "libcrypto", "libgnutls", "libgssapi",
+                                 "libldap", "libssh2", "librtmp", "libnghttp2") if lib in maps})
+print("mapped by the agent with writes on after them: %s" % (", ".join(mapped) or "none of "
+      "libcurl, libssl, libcrypto, libgnutls, libgssapi, libldap, libssh2, librtmp, libnghttp2"))
+print("Kubernetes writes on: %.2fx node_exporter's RSS (%.2fx with --kube-in-process); "
+      "%d condition patches written meanwhile" % (ak / ne, ai / ne, kube))
 PY

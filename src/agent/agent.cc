@@ -101,18 +101,29 @@ Status Agent::Discover() {
     }
     auto access = k8s::ResolveAccess(options_.kubeconfig, k8s::AccessEnvironment());
     if (!access.ok()) return access.status();
-    auto client = k8s::ApiClient::Create(*access, options_.client);
+    // Each call in a child process (the default: the agent never maps libcurl), or through an
+    // ApiClient of this process (--kube-in-process).
+    auto make_client = [&]() -> Result<std::unique_ptr<KubeClient>> {
+      if (!options_.kube_in_process) {
+        return ChildKubeClient({options_.self_exe, options_.kubeconfig, options_.client, {}});
+      }
+      TOCSIN_ASSIGN_OR_RETURN(std::unique_ptr<k8s::ApiClient> c,
+                              k8s::ApiClient::Create(*access, options_.client));
+      return InProcessKubeClient(std::move(c));
+    };
+    auto client = make_client();
     if (!client.ok()) return client.status();
     kube_ = std::make_unique<KubeLoop>(
         std::make_unique<KubeReporter>(std::move(*client), options_.kube_options),
         options_.conditions, Log);
-    Log("kubernetes: node " + node_name + " via " + access->origin);
+    Log("kubernetes: node " + node_name + " via " + access->origin +
+        (options_.kube_in_process ? "" : " (each call in a child process)"));
     if (options_.pod_resources) {
       // The pods' labels (their jobs) for the pods task: its own client (the reporter's is the
       // Kubernetes thread's), the right the agent already has (list pods, this node's only).
-      auto pods_client = k8s::ApiClient::Create(*access, options_.client);
+      auto pods_client = make_client();
       if (!pods_client.ok()) return pods_client.status();
-      std::shared_ptr<k8s::ApiClient> shared = std::move(*pods_client);
+      std::shared_ptr<KubeClient> shared = std::move(*pods_client);
       list_pods = [shared, node_name]() -> Result<std::vector<k8s::Pod>> {
         k8s::Snapshot snap;
         TOCSIN_RETURN_IF_ERROR(

@@ -41,7 +41,7 @@ struct AgentOptions {
   std::map<std::string, Schedule> schedules = DefaultSchedules();
   std::vector<std::string> probe_paths;
   double probe_max_fsync_ms = 0, probe_max_meta_ms = 0;
-  std::string self_exe;  // for the storage probe's child process
+  std::string self_exe;  // for the child processes: storage probe, PodResources, API calls
   ConditionOptions conditions;
   std::chrono::milliseconds reconcile{10000};  // conditions evaluated (and written) this often
   std::chrono::milliseconds discover_timeout{10000};  // Discover's scan of the node, at most
@@ -52,6 +52,7 @@ struct AgentOptions {
   std::string pod_resources_socket = podresources::kDefaultSocket;
   // Kubernetes: off with --no-kube.
   bool kube = true;
+  bool kube_in_process = false;  // ApiClient here, not a child per call (--kube-in-process)
   k8s::KubeconfigOptions kubeconfig;
   k8s::ClientOptions client;
   KubeOptions kube_options;  // node_name from --node-name or $NODE_NAME

@@ -122,6 +122,11 @@ std::vector<prometheus::MetricFamily> Agent::Collector::Collect() const {
                "Fabric facts patches the API server answered without the annotation.",
                MetricType::Counter)
         .Add({}, static_cast<double>(kube_.facts_dropped));
+    fam.Family("tocsin_agent_kube_call_failures_total",
+               "Kubernetes API calls left without an answer: the child process that makes each "
+               "call could not start, was killed at its deadline, failed, or answered garbage.",
+               MetricType::Counter)
+        .Add({}, static_cast<double>(kube_.call_failures));
   }
   SelfUsage u = ReadSelfUsage();
   fam.Family("tocsin_agent_resident_memory_bytes", "Resident set size of the agent.",

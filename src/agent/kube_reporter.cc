@@ -34,7 +34,7 @@ std::string AnnotationOf(const json& node, const char* key) {
 
 }  // namespace
 
-KubeReporter::KubeReporter(std::unique_ptr<k8s::ApiClient> client, KubeOptions options)
+KubeReporter::KubeReporter(std::unique_ptr<KubeClient> client, KubeOptions options)
     : client_(std::move(client)), options_(std::move(options)) {}
 
 Status KubeReporter::Discover() {
@@ -121,7 +121,9 @@ Status KubeReporter::PostEvent(const NodeCondition& c, const std::string& previo
   event.component = "tocsin-agent";
   event.instance = options_.node_name;
   event.time = now;
-  if (Status st = k8s::PostEvent(*client_, event); !st.ok()) return st;
+  k8s::EventPost post = k8s::EventRequest(event);
+  auto r = client_->Send("POST", post.path, post.body, "application/json");
+  if (!r.ok()) return r.status();
   ++events_;
   return Status::Ok();
 }
@@ -296,7 +298,8 @@ KubeLoop::KubeLoop(std::unique_ptr<KubeReporter> reporter, ConditionOptions cond
                           owned->errors(),
                           owned->facts_published(),
                           owned->facts_patches(),
-                          owned->facts_dropped()};
+                          owned->facts_dropped(),
+                          owned->call_failures()};
     }
     std::lock_guard<std::mutex> guard(shared->mu);
     shared->exited = true;

@@ -1,17 +1,17 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/conditions.h"
+#include "agent/kube_client.h"
 #include "base/finding.h"
-#include "k8s/api_client.h"
 
 namespace tocsin::agent {
 
@@ -29,7 +29,7 @@ struct KubeOptions {
 // NoSchedule taint while a finding is at or above taint_severity.
 class KubeReporter {
  public:
-  KubeReporter(std::unique_ptr<k8s::ApiClient> client, KubeOptions options);
+  KubeReporter(std::unique_ptr<KubeClient> client, KubeOptions options);
 
   // Reads the node: it must exist. Conditions of our types already there are the previous
   // state, so lastTransitionTime survives an agent restart.
@@ -54,6 +54,7 @@ class KubeReporter {
   bool facts_published() const { return facts_published_; }
   uint64_t facts_patches() const { return facts_patches_; }
   uint64_t facts_dropped() const { return facts_dropped_; }
+  uint64_t call_failures() const { return client_->failures(); }
 
  private:
   Status PostEvent(const NodeCondition& c, const std::string& previous_status, TimePoint now);
@@ -64,7 +65,7 @@ class KubeReporter {
   // when the pods cannot be listed (then logged once).
   std::string AffectedPods(const std::string& type);
 
-  std::unique_ptr<k8s::ApiClient> client_;
+  std::unique_ptr<KubeClient> client_;
   KubeOptions options_;
   std::string uid_;
   std::map<std::string, NodeCondition> current_;
@@ -86,6 +87,7 @@ struct KubeCounters {
   uint64_t patches = 0, events = 0, errors = 0;
   bool facts_published = false;  // the node holds this agent's current fabric facts
   uint64_t facts_patches = 0, facts_dropped = 0;
+  uint64_t call_failures = 0;  // calls left without an answer (KubeClient::failures)
 };
 
 // Runs a KubeReporter on its own thread, so that a slow or unreachable API server (each request

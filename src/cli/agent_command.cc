@@ -4,12 +4,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <memory>
 
 #include "agent/agent.h"
+#include "agent/kube_call.h"
 #include "cli/daemon_flags.h"
 #include "cli/node_flags.h"
 #include "cli/number_flags.h"
@@ -30,6 +32,9 @@ struct AgentFlags {
   std::string pod_resources_socket = podresources::kDefaultSocket;
   std::string pod_resources_call;  // internal: the pods task's child (podresources::ListInChild)
   int pod_resources_call_timeout_ms = 5000;
+  bool kube_call = false;  // internal: one Kubernetes API call (agent::ChildKubeClient's child)
+  int kube_call_attempts = 2;
+  bool kube_in_process = false;
   std::string node_name, kubeconfig, context, event_namespace = "default";
   std::string request_timeout = "10s", reconcile = "10s", heartbeat = "60s";
   std::vector<std::string> intervals, timeouts;
@@ -119,6 +124,7 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
   o.fabric.rdma_idle_below_bps = f.fabric_idle_below;
   o.fabric.tcp_busy_above_bps = f.tcp_busy_above;
   o.kube = !f.no_kube;
+  o.kube_in_process = f.kube_in_process;
   o.pod_resources = !f.no_pod_resources && !f.pod_resources_socket.empty();
   o.pod_resources_socket = f.pod_resources_socket;
   o.kubeconfig = {f.kubeconfig, f.context};
@@ -145,6 +151,17 @@ int RunAgent(CLI::App* cmd, const AgentFlags& f) {
     return podresources::RunCallChild(f.pod_resources_call,
                                       std::chrono::milliseconds(f.pod_resources_call_timeout_ms),
                                       stdout, stderr);
+  }
+  if (f.kube_call) {
+    agent::KubeCallFlags k;
+    k.kubeconfig = {f.kubeconfig, f.context};
+    if (Status s = Duration("--request-timeout", f.request_timeout, k.client.request_timeout);
+        !s.ok()) {
+      return UsageError(s.message());
+    }
+    k.client.connect_timeout = std::min(k.client.connect_timeout, k.client.request_timeout);
+    k.client.attempts = std::clamp(f.kube_call_attempts, 1, 10);
+    return agent::RunKubeCallChild(k, stdin, stdout, stderr);
   }
   // Step 1: load the configuration: the file's keys fill the flags not given.
   if (!f.config.empty()) {
@@ -204,6 +221,12 @@ Command AddAgentCommand(CLI::App& parent) {
   // Internal, hidden: the pods task's child process, which alone maps gRPC.
   cmd->add_option("--pod-resources-call", f->pod_resources_call)->group("");
   cmd->add_option("--pod-resources-call-timeout", f->pod_resources_call_timeout_ms)->group("");
+  // Internal, hidden: one Kubernetes API call in a child process, which alone maps libcurl.
+  cmd->add_flag("--kube-call", f->kube_call)->group("");
+  cmd->add_option("--kube-call-attempts", f->kube_call_attempts)->group("");
+  cmd->add_flag("--kube-in-process", f->kube_in_process,
+                "Make the Kubernetes API calls in the agent's own process (libcurl and its TLS "
+                "stack mapped for good) instead of a short-lived child process per call");
   cmd->add_option("--node-name", f->node_name, "This node's name (default: $NODE_NAME)");
   cmd->add_option("--kubeconfig", f->kubeconfig,
                   "Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");

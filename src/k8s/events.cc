@@ -4,7 +4,7 @@
 
 namespace tocsin::k8s {
 
-Status PostEvent(ApiClient& client, const EventSpec& e) {
+EventPost EventRequest(const EventSpec& e) {
   std::string ts = FormatRfc3339(e.time);
   nlohmann::json involved = {{"apiVersion", e.api_version}, {"kind", e.kind}, {"name", e.name}};
   if (!e.object_ns.empty()) involved["namespace"] = e.object_ns;
@@ -31,9 +31,13 @@ Status PostEvent(ApiClient& client, const EventSpec& e) {
                           {"firstTimestamp", ts},
                           {"lastTimestamp", ts},
                           {"count", 1}};
-  auto r = client.Send("POST", "/api/v1/namespaces/" + e.ns + "/events",
-                       event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                       "application/json");
+  return {"/api/v1/namespaces/" + e.ns + "/events",
+          event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+Status PostEvent(ApiClient& client, const EventSpec& e) {
+  EventPost post = EventRequest(e);
+  auto r = client.Send("POST", post.path, post.body, "application/json");
   return r.ok() ? Status::Ok() : r.status();
 }
 

@@ -16,13 +16,20 @@ struct EventSpec {
   std::string kind, object_ns, name, uid;
   std::string type;  // "Warning" or "Normal"
   std::string reason;
-  std::string message;  // cut to 1 KiB (the API refuses longer ones)
+  std::string message;    // cut to 1 KiB (the API refuses longer ones)
   std::string component;  // source.component and reportingComponent
   std::string instance;   // source.host and reportingInstance
   TimePoint time;
 };
 
-// POSTs the Event (a generated name from the object's); errors as ApiClient::Send's.
+// The POST that creates the Event (a generated name from the object's): its path and JSON body
+// (application/json).
+struct EventPost {
+  std::string path, body;
+};
+EventPost EventRequest(const EventSpec& event);
+
+// POSTs the Event (EventRequest); errors as ApiClient::Send's.
 Status PostEvent(ApiClient& client, const EventSpec& event);
 
 }  // namespace tocsin::k8s

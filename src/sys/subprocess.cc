@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,37 +115,56 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const ProcessOptions& options) {
   if (argv.empty()) return Status::InvalidArgument("RunProcess: empty command");
   const std::string& name = argv[0];
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return Status::IoError("pipe: " + std::string(strerror(errno)));
-  }
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return Status::IoError("pipe: " + std::string(strerror(e)));
+  // stdout, stderr and (with input) stdin; [0] is ours, [1] the child's. stdin is a socket pair,
+  // not a pipe, so that writing to a child that went away is EPIPE without a SIGPIPE
+  // (MSG_NOSIGNAL), whatever this process does with the signal.
+  int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+  auto close_all = [&pipes] {
+    for (auto& p : pipes) {
+      for (int& fd : p) {
+        if (fd >= 0) close(fd);
+        fd = -1;
+      }
+    }
+  };
+  bool with_input = !options.input.empty();
+  for (int i = 0; i < 3; ++i) {
+    int rc = i < 2
+                 ? pipe2(pipes[i], O_CLOEXEC)
+                 : (with_input ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipes[i]) : 0);
+    if (rc != 0) {
+      int e = errno;
+      close_all();
+      return Status::IoError("pipe: " + std::string(strerror(e)));
+    }
   }
   SpawnSpec spec;
   spec.argv = argv;
   spec.env = EnvironmentWith(options.extra_env);
-  spec.stdout_fd = out_pipe[1];
-  spec.stderr_fd = err_pipe[1];
+  if (with_input) spec.stdin_fd = pipes[2][1];
+  spec.stdout_fd = pipes[0][1];
+  spec.stderr_fd = pipes[1][1];
   spec.own_group = true;
+  spec.die_with_parent = options.die_with_parent;
   auto spawned = Spawn(spec);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
+  for (auto& p : pipes) {
+    if (p[1] >= 0) close(p[1]);
+    p[1] = -1;
+  }
   if (!spawned.ok()) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
+    close_all();
     return spawned.status();
   }
   pid_t pid = *spawned;
+  int in_fd = pipes[2][0];
+  if (in_fd >= 0) shutdown(in_fd, SHUT_RD);
 
   ProcessResult result;
   Status error;
   auto deadline = Clock::now() + options.timeout;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[3] = {{pipes[0][0], POLLIN, 0}, {pipes[1][0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
+  size_t written = 0;
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0 && error.ok()) {
@@ -154,10 +174,23 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                               std::to_string(options.timeout.count()) + " ms; killed");
       break;
     }
-    int r = poll(fds, 2, static_cast<int>(left.count()));
+    int r = poll(fds, 3, static_cast<int>(left.count()));
     if (r < 0 && errno != EINTR) {
       error = Status::IoError("poll: " + std::string(strerror(errno)));
       break;
+    }
+    if (fds[2].fd >= 0 && fds[2].revents != 0) {
+      // What the socket takes now, never blocking; all of it written (or the child gone: it
+      // will say so in its exit code), the end of file.
+      ssize_t n = send(fds[2].fd, options.input.data() + written, options.input.size() - written,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) written += static_cast<size_t>(n);
+      if (written == options.input.size() ||
+          (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        close(fds[2].fd);
+        fds[2].fd = -1;
+        pipes[2][0] = -1;
+      }
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
@@ -171,13 +204,12 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         close(fds[i].fd);
         fds[i].fd = -1;
+        pipes[i][0] = -1;
         --open_fds;
       }
     }
   }
-  for (auto& f : fds) {
-    if (f.fd >= 0) close(f.fd);
-  }
+  close_all();
   int status = 0;
   if (!error.ok()) {
     kill(-pid, SIGKILL);

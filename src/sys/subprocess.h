@@ -21,6 +21,14 @@ struct ProcessOptions {
   std::vector<std::string> extra_env;  // "NAME=value", added to (or replacing in) our environment
   std::chrono::milliseconds timeout{10000};
   size_t max_output = 16 << 20;  // per stream; more is an error, not a silent cut
+  // The child's stdin: these bytes, then end of file (empty: /dev/null). Written as the child
+  // reads them, while its output is read, so a child that fills its stdout pipe before it reads
+  // all of its input cannot deadlock the call; a child that exits or closes its stdin without
+  // reading it all is not an error (what it did is in its exit code). Bounded by `timeout`.
+  std::string input;
+  // Killed (SIGKILL) when the thread that started it ends, e.g. with the process: a child that
+  // outlives an abandoned call never lingers after its parent (PR_SET_PDEATHSIG).
+  bool die_with_parent = false;
 };
 
 // How Spawn starts a child. Everything is built before the fork: between fork and exec the child
@@ -47,7 +55,8 @@ std::vector<std::string> EnvironmentWith(const std::vector<std::string>& extra);
 // the pid.
 Result<pid_t> Spawn(const SpawnSpec& spec);
 
-// Runs argv[0] (looked up in PATH) with stdin from /dev/null and captures stdout and stderr.
+// Runs argv[0] (looked up in PATH) with stdin from options.input (or /dev/null) and captures
+// stdout and stderr.
 // The child runs in its own process group; when `timeout` runs out the whole group is killed and
 // a Timeout status names the command. A command that cannot be started gives NotFound.
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,

@@ -51,6 +51,40 @@ TEST(SubprocessTest, OversizedOutputIsAnError) {
   EXPECT_NE(r.status().message().find("more than 1000 bytes"), std::string::npos);
 }
 
+// The child's stdin: 4 MiB through `cat`, which writes its stdout while it reads. Written all
+// before reading (or with blocking writes) this deadlocks once both pipes are full.
+TEST(SubprocessTest, InputIsWrittenWhileTheOutputIsRead) {
+  ProcessOptions o;
+  o.input.resize(4 << 20);
+  for (size_t i = 0; i < o.input.size(); ++i) o.input[i] = static_cast<char>('a' + i % 26);
+  o.max_output = 8 << 20;
+  auto r = RunProcess({"cat"}, o);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_TRUE(r->out == o.input) << r->out.size() << " bytes back";
+  // A line of input, and the end of file after it.
+  o.input = "hello\n";
+  r = RunProcess({"sh", "-c", "read x; echo \"got $x\"; read y || echo eof"}, o);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->out, "got hello\neof\n");
+}
+
+// A child that never reads its input and exits: not an error, no SIGPIPE (this test process
+// keeps the default action, which would end it).
+TEST(SubprocessTest, AChildThatIgnoresItsInputIsNotAnError) {
+  ProcessOptions o;
+  o.input.assign(8 << 20, 'x');
+  auto r = RunProcess({"sh", "-c", "exec <&-; echo done; exit 4"}, o);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 4);
+  EXPECT_EQ(r->out, "done\n");
+  // A child that hangs without reading is killed at the deadline as any other.
+  o.timeout = std::chrono::milliseconds(200);
+  r = RunProcess({"sleep", "30"}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
+}
+
 // Spawn is the one fork: a path or a PATH name, the environment given, stdout where asked.
 TEST(SubprocessTest, SpawnRunsWithTheGivenEnvironmentAndDescriptors) {
   int out[2];

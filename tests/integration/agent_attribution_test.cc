@@ -21,16 +21,12 @@ using std::chrono::seconds;
 using testing::AgentProcess;
 using testing::Base;
 using testing::CopyFixtureNode;
+using testing::Maps;
 using testing::MetricValue;
 using testing::Ready;
 using testing::WriteFile;
 
 const std::string kNodes = std::string(TOCSIN_SOURCE_DIR) + "/testdata/nodes/";
-
-std::string Maps(const AgentProcess& a) {
-  std::ifstream in("/proc/" + std::to_string(a.pid()) + "/maps");
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The agent runs on every node: the TLS stack (OpenSSL, cpp-httplib: the admission webhook's
 // module), libcurl (the Kubernetes writes, off here) and gRPC (the PodResources module, which

@@ -25,6 +25,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::AgentProcess;
 using testing::CopyFixtureNode;
+using testing::Maps;
 using testing::MetricValue;
 using testing::RunBinary;
 using testing::RunResult;
@@ -377,6 +378,36 @@ TEST_F(AgentKubeTest, AServerThatDropsTheFactsIsSaidOnce) {
   EXPECT_FALSE(node["metadata"].value("annotations", json::object()).contains("tocsin.io/fabric"));
 }
 
+// Issue 22: each API call is made by a short-lived child (`tocsin agent --kube-call`), so the
+// agent, after its patches and Events, maps neither libcurl nor a TLS library; with
+// --kube-in-process the same writes map libcurl in the agent (the check can see it).
+TEST_F(AgentKubeTest, TheAgentMapsNoLibcurlAfterItsWrites) {
+  std::string root = CopyFixtureNode("ib-port-down");
+  for (bool in_process : {false, true}) {
+    if (in_process) StartServer();  // the node without our conditions again: an Event to post
+    std::vector<std::string> args = {"--root", root, "--listen", "127.0.0.1:0", "--kubeconfig",
+                                     kubeconfig_, "--reconcile", "100ms", "--heartbeat", "1s",
+                                     "--no-pod-resources"};
+    if (in_process) args.push_back("--kube-in-process");
+    AgentProcess a(args, {"NODE_NAME=gpu-node-01", "KUBECONFIG="});
+    ASSERT_GT(a.port(), 0) << a.err();
+    std::string text = AfterConditionPatches(a, 2);
+    EXPECT_GE(MetricValue(text, "tocsin_agent_events_total"), 1) << text;
+    EXPECT_EQ(MetricValue(text, "tocsin_agent_kube_call_failures_total"), 0) << text;
+    EXPECT_EQ(MetricValue(text, "tocsin_agent_kube_errors_total"), 0) << text << a.err();
+    std::string maps = Maps(a);
+    ASSERT_NE(maps.find("tocsin"), std::string::npos) << "not the agent's maps";
+    if (in_process) {
+      EXPECT_NE(maps.find("libcurl"), std::string::npos) << "--kube-in-process: no libcurl?";
+      continue;
+    }
+    for (const char* lib : {"libcurl", "libssl", "libcrypto", "libgnutls", "libgssapi", "libldap",
+                            "libssh2", "librtmp", "libnghttp2"}) {
+      EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped by the agent";
+    }
+  }
+}
+
 // An API server that does not answer: the agent keeps serving, says it is not connected, and
 // still stops within a second of SIGTERM (the Kubernetes exchange has its own thread).
 TEST(AgentKubeHangTest, AHungApiServerDelaysNeitherMetricsNorShutdown) {
@@ -415,7 +446,8 @@ TEST(AgentKubeHangTest, AHungApiServerDelaysNeitherMetricsNorShutdown) {
 
 // Issue 13: the agent read its token file once; after the kubelet rotated it, every request was a
 // 401 and conditions silently stopped. A server that accepts only the token its file holds now:
-// the rotated token is read again on the 401 and the heartbeat patches go on.
+// the rotated token is read again (by the next call's child; in process, on the 401: the
+// ApiClient's own tests) and the heartbeat patches go on.
 TEST(AgentKubeTokenTest, ARotatedTokenFileIsReadAgain) {
   std::string dir = TempDir("agent-kube-token");
   std::string log = dir + "/api.log";
@@ -436,18 +468,20 @@ TEST(AgentKubeTokenTest, ARotatedTokenFileIsReadAgain) {
                   "--heartbeat", "1s"},
                  {"KUBECONFIG="});
   ASSERT_GT(a.port(), 0) << a.err();
-  // A patch the server accepted after `from` (after the first refusal there when `refused`: a
-  // request authenticated with the old token just before the rotation may be logged after it).
-  auto patches_after = [&](size_t from, bool refused) {
+  // `n` patches the server accepted after `from`. After the rotation, two: a request
+  // authenticated with the old token just before it may be logged after it, and the next one
+  // carries the new token (read again on the 401, or at once by the next call's child, which
+  // reads the token file afresh and is never refused).
+  auto patches_after = [&](size_t from, int n) {
     std::ifstream in(log);
     std::stringstream ss;
     ss << in.rdbuf();
     std::string text = ss.str();
-    if (text.size() <= from) return false;
-    if (refused) from = text.find("auth=None", from);
-    return from != std::string::npos &&
-           text.find("PATCH /api/v1/nodes/gpu-node-01/status auth=token", from) !=
-               std::string::npos;
+    const std::string patch = "PATCH /api/v1/nodes/gpu-node-01/status auth=token";
+    for (size_t at = from; n > 0; --n, at += patch.size()) {
+      if (text.size() <= at || (at = text.find(patch, at)) == std::string::npos) return false;
+    }
+    return true;
   };
   auto eventually = [](auto pred) {
     for (int i = 0; i < 300; ++i) {
@@ -456,13 +490,13 @@ TEST(AgentKubeTokenTest, ARotatedTokenFileIsReadAgain) {
     }
     return false;
   };
-  ASSERT_TRUE(eventually([&] { return patches_after(0, false); })) << a.err();
+  ASSERT_TRUE(eventually([&] { return patches_after(0, 1); })) << a.err();
   // The kubelet rotates the projected token: the server accepts only the new one from now on.
   std::ofstream(dir + "/token.new") << "new-token\n";
   fs::rename(dir + "/token.new", dir + "/token");
   std::ofstream(dir + "/server-token") << "new-token\n";
   size_t rotated_at = fs::file_size(log);
-  EXPECT_TRUE(eventually([&] { return patches_after(rotated_at, true); })) << a.err();
+  EXPECT_TRUE(eventually([&] { return patches_after(rotated_at, 2); })) << a.err();
   std::string text;
   EXPECT_TRUE(a.WaitForMetrics(
       [](const std::string& t) { return MetricValue(t, "tocsin_agent_kube_connected") == 1; },

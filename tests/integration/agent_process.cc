@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 extern char** environ;
@@ -160,6 +161,11 @@ bool Ready(const AgentProcess& a) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+std::string Maps(const AgentProcess& a) {
+  std::ifstream in("/proc/" + std::to_string(a.pid()) + "/maps");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 }  // namespace tocsin::testing

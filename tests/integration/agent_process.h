@@ -69,5 +69,7 @@ double MetricValue(const std::string& text, const std::string& series);
 std::vector<std::string> Base(const std::string& root, std::vector<std::string> extra = {});
 // Polls /readyz until it answers 200 (at most 30 s).
 bool Ready(const AgentProcess& a);
+// What the process maps (/proc/PID/maps).
+std::string Maps(const AgentProcess& a);
 
 }  // namespace tocsin::testing
