@@ -55,7 +55,15 @@ std::string JobQueries::Bitmask(const std::vector<std::string>& nodes) const {
   std::string sel = fmt::format("{}{{namespace=\"{}\", job_name=\"{}\"", kVerdictBitmask,
                                 job_.namespace_, job_.name);
   if (!nodes.empty()) sel += ", node=~\"" + NodeRegex(nodes) + "\"";
-  return std::string(kByNode) + "(" + sel + "}) > 0";
+  sel += "}";
+  // Two replicas that disagree (1 on one, 4 on the other) keep both bits: each bit is the max of
+  // its own over the replicas, not the max of the sums.
+  std::string out;
+  for (int bit = 1; bit <= kInputsMissingBit; bit *= 2) {
+    if (!out.empty()) out += " + ";
+    out += fmt::format("{} * {}(floor({} / {}) % 2)", bit, kByNode, sel, bit);
+  }
+  return "(" + out + ") > 0";
 }
 
 std::string JobQueries::Condition(const Verdict& v) const {

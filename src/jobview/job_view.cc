@@ -82,26 +82,41 @@ std::vector<Result<QueryResult>> FetchAll(const Fetch& fetch, const std::vector<
 }
 
 
+// A bitmask value as its bits: a whole number from 0 to 15, else nullopt (garbage: not a value
+// the rule writes, so neither a verdict nor coverage).
+std::optional<int> BitsOf(double v) {
+  if (!(v >= 0 && v <= 15) || v != std::floor(v)) return std::nullopt;
+  return static_cast<int>(v);
+}
+
 // Whether the bitmask record (recorded with every other record of the group, in the same
-// evaluation) is there wherever the agents said a pod of the job ran: at most two cells and two
-// minutes missing per node (a rule is evaluated once per interval, after the data arrives).
+// evaluation) is there wherever the agents said a pod of the job ran. Every node needs cells of
+// its own; a cell may be missing only among the first of a run of the job's cells (the rule is
+// evaluated once per interval after the data arrives): one cell and two minutes' worth. What is
+// missing elsewhere (rules deployed within the window, a rule failing) is not covered.
 bool GridCovers(const QueryResult& recorded, const QueryResult& raw, int64_t grid) {
-  const size_t slack = 2 + static_cast<size_t>((120 + grid - 1) / grid);
+  const size_t edge = 1 + static_cast<size_t>((120 + grid - 1) / grid);
   std::map<std::string, std::set<double>> cells;
   for (const auto& s : recorded.series) {
     auto node = s.labels.find("node");
     if (node == s.labels.end()) continue;
     for (const Point& p : s.points) {
-      if (std::isfinite(p.v)) cells[node->second].insert(p.t);  // 0 is recorded: no verdict
+      if (BitsOf(p.v)) cells[node->second].insert(p.t);  // 0 is recorded: no verdict
     }
   }
   for (const auto& s : raw.series) {
     auto node = s.labels.find("node");
     if (node == s.labels.end()) continue;
-    const auto& have = cells[node->second];
-    size_t missing = 0;
-    for (const Point& p : s.points) missing += p.v > 0 && !have.count(p.t);
-    if (missing > slack) return false;
+    auto have = cells.find(node->second);
+    if (have == cells.end()) return false;  // no bitmask at all: old rules, or none
+    size_t in_run = 0;  // cells since the run of the job's cells began
+    double last = -1e300;
+    for (const Point& p : s.points) {
+      if (!(p.v > 0)) continue;
+      in_run = p.t - last > 1.5 * static_cast<double>(grid) ? 1 : in_run + 1;
+      last = p.t;
+      if (!have->second.count(p.t) && in_run > edge) return false;
+    }
   }
   return true;
 }
@@ -228,28 +243,23 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
         FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(view.start))),
         FormatRfc3339(FromUnixSeconds(static_cast<int64_t>(view.end)))));
   }
-  // The bitmask's bits in each cell: which nodes had a verdict (asked over the window at the
-  // step below), and whether any missed an input (a record that failed there, or a node without
-  // GPU, RDMA or Ethernet series: the expressions tell the two apart).
-  auto bits_of = [](double v) { return std::isfinite(v) && v >= 0 && v < 1024 ? static_cast<int>(v) : 0; };
+  // The bitmask's greatest value in each cell (any bit of any sample or replica makes it above
+  // 0): the nodes that had a verdict, or missed an input, are asked over the window at the step.
   std::vector<std::string> candidates;
-  bool inputs_missing = false, filter = true;
+  bool filter = true;
   if (grids.size() > 1) {
     for (const auto& s : grids[1].series) {
       auto node = s.labels.find("node");
       if (node == s.labels.end() || !view.nodes.count(node->second)) continue;
-      int bits = 0;
-      for (const Point& p : s.points) bits |= bits_of(p.v);
-      inputs_missing = inputs_missing || (bits & kInputsMissingBit) != 0;
-      if ((bits & ~kInputsMissingBit) != 0) {
+      if (std::any_of(s.points.begin(), s.points.end(),
+                      [](const Point& p) { return BitsOf(p.v).value_or(0) > 0; })) {
         candidates.push_back(node->second);
         filter = filter && SafeNodeName(node->second);
       }
     }
   }
   view.recorded = o.source == Source::kRecords ||
-                  (o.source == Source::kAuto && !inputs_missing &&
-                   GridCovers(grids[1], grids[0], grid));
+                  (o.source == Source::kAuto && GridCovers(grids[1], grids[0], grid));
   if (!filter || candidates.size() > 64) candidates = {"*"};  // every node of the job
 
   // Round 2. The table: each column reduced over the window; the transports; the verdicts: the
@@ -298,10 +308,20 @@ Result<JobView> QueryJob(const Fetch& fetch, const JobOptions& o) {
       for (const auto& s : table[i].series) {
         const std::string* node = known(s);
         if (node == nullptr) continue;
+        std::vector<Point> missing;
+        for (const Point& p : s.points) {
+          if (!BitsOf(p.v)) ++view.drops.points;
+          if (BitsOf(p.v).value_or(0) & kInputsMissingBit) missing.push_back(p);
+        }
+        if (!missing.empty()) {
+          NodeView& nv = view.nodes[*node];
+          nv.inputs_missing_since = missing.front().t;
+          nv.inputs_missing_steps = missing.size();
+        }
         for (const Verdict& v : Verdicts()) {
           std::vector<Point> held;
           for (const Point& p : s.points) {
-            if (bits_of(p.v) & v.bit) held.push_back(p);
+            if (BitsOf(p.v).value_or(0) & v.bit) held.push_back(p);
           }
           AddEpisodes(v, *node, held, view, episodes[&v]);
         }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct NodeView {
   NodeValues window;                                 // over the whole window
   std::map<std::string, std::vector<Point>> series;  // JobOptions::series: record -> points
   std::map<std::string, size_t> transports;          // NCCL transport -> processes seen
+  // Recorded only: the first step whose bitmask said an input record was missing here (a rule
+  // failing, the agent's task down), and how many steps said so: no verdict could be judged then.
+  std::optional<double> inputs_missing_since;
+  size_t inputs_missing_steps = 0;
 };
 
 // One verdict on one node: the latest run of its condition that held for the alert's `for`.

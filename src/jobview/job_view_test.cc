@@ -178,14 +178,8 @@ struct FakePrometheus {
             if (pt.v > 0) set[node].push_back(pt);
           }
         }
-        std::vector<std::string> some;  // the nodes with a verdict's bit
-        for (const auto& [node, points] : set) {
-          if (std::any_of(points.begin(), points.end(), [](const Point& pt) {
-                return (static_cast<int>(pt.v) & ~kInputsMissingBit) != 0;
-              })) {
-            some.push_back(node);
-          }
-        }
+        std::vector<std::string> some;  // the nodes with any bit
+        for (const auto& [node, points] : set) some.push_back(node);
         if (query == q.Bitmask({}) || query == q.Bitmask(some)) return Matrix(set);
       }
       for (const Verdict& v : Verdicts()) {
@@ -369,24 +363,24 @@ TEST(JobViewTest, RecordedSeriesAreReadWhenTheyCoverEveryNodeOverTheWindow) {
   EXPECT_EQ(report.inventory["source"], "recorded");
 
   // The GPU record failing on one node for a while (a GPU shared by two jobs makes its join
-  // many-to-many), which the bitmask says with its 8: the expressions, so that the node's GPU
-  // utilisation and verdicts are not silently missing then.
+  // many-to-many), which the bitmask says with its 8: the records are still read, and the node
+  // is job.data.missing from then on, not silently without verdicts.
   prom.asked.clear();
   prom.recorded[kVerdictBitmask]["node-2"] = Flat(0);
   prom.recorded[kVerdictBitmask]["node-2"][100].v = kInputsMissingBit;
   ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
-  EXPECT_FALSE(view.recorded);
-  EXPECT_NE(prom.asked.back().find("tocsin_pod_info"), std::string::npos);
-  prom.recorded[kVerdictBitmask]["node-2"] = Flat(0);
-  // Forced to the records, the 8 is no verdict.
-  prom.recorded[kVerdictBitmask]["node-1"] = Flat(kInputsMissingBit);
-  prom.options.source = JobOptions::Source::kRecords;
-  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
   EXPECT_TRUE(view.recorded);
-  ASSERT_EQ(view.episodes.size(), 1u);
-  EXPECT_EQ(view.episodes[0].node, "node-3");
-  prom.options.source = JobOptions::Source::kAuto;
-  prom.recorded[kVerdictBitmask]["node-1"] = Flat(0);
+  ASSERT_TRUE(view.nodes.at("node-2").inputs_missing_since.has_value());
+  EXPECT_EQ(*view.nodes.at("node-2").inputs_missing_since, kEnd - 3600 + 15 * 100);
+  EXPECT_EQ(view.nodes.at("node-2").inputs_missing_steps, 1u);
+  report = JobReport(view, "here", FromUnixSeconds(static_cast<int64_t>(kEnd)));
+  ASSERT_EQ(report.findings.size(), 2u);  // the stall on node-3, and this
+  const Finding& missing = report.findings[0].check == kDataMissing ? report.findings[0]
+                                                                     : report.findings[1];
+  EXPECT_EQ(missing.check, kDataMissing);
+  EXPECT_EQ(missing.subject, "node-2");
+  EXPECT_EQ(missing.since, FromUnixSeconds(static_cast<int64_t>(kEnd - 3600 + 15 * 100)));
+  prom.recorded[kVerdictBitmask]["node-2"] = Flat(0);
 
   // One node's records begin halfway (the rules deployed then): the expressions instead.
   prom.asked.clear();
@@ -524,15 +518,41 @@ TEST(JobViewTest, PointsOutsideTheWindowAreDropped) {
   EXPECT_GE(view.drops.points, 2u);
 }
 
-// A hostile bitmask (huge, negative, NaN) sets no verdict's bit.
-TEST(JobViewTest, ABitmaskOutOfRangeIsNoVerdict) {
+// A hostile bitmask (huge, negative, a fraction) is no value the rule writes: neither a verdict
+// nor coverage, so the expressions are read.
+TEST(JobViewTest, ABitmaskOutOfRangeIsNotCoverage) {
+  for (double bad : {1e300, -1.0, 0.5, 16.0}) {
+    FakePrometheus prom;
+    Recorded(prom);
+    prom.recorded[kVerdictBitmask]["node-2"] = Flat(bad);
+    ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
+    EXPECT_FALSE(view.recorded) << bad;
+    EXPECT_TRUE(view.episodes.empty()) << bad;
+  }
+}
+
+// Rules without the bitmask over a long window, for a job that ran a few cells only: no node
+// without bitmask cells of its own is covered, however short its run.
+TEST(JobViewTest, ANodeWithoutBitmaskCellsIsNeverCovered) {
   FakePrometheus prom;
+  prom.options.since = std::chrono::hours(24);  // cells of 360 s
   Recorded(prom);
-  prom.recorded[kVerdictBitmask]["node-3"] = Flat(1e300);
-  prom.recorded[kVerdictBitmask]["node-2"] = Flat(-1);
+  prom.answers[kInfo] = {{"node-1", Flat(1, kEnd - 900)}};  // 15 minutes: 3 cells
+  prom.recorded.erase(kVerdictBitmask);
   ASSERT_OK_AND_ASSIGN(JobView view, QueryJob(prom.fetch(), prom.options));
-  EXPECT_TRUE(view.recorded);
-  EXPECT_TRUE(view.episodes.empty());
+  EXPECT_FALSE(view.recorded);
+  // The bitmask there for one node but not the other.
+  Recorded(prom);
+  prom.recorded[kVerdictBitmask].erase("node-4");
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_FALSE(view.recorded);
+  // A gap in the middle of a run (a rule that failed for half an hour) is not covered either.
+  Recorded(prom);
+  prom.options.since = std::chrono::hours(1);
+  auto& bits = prom.recorded[kVerdictBitmask]["node-1"];
+  std::erase_if(bits, [](const Point& p) { return p.t > kEnd - 2400 && p.t < kEnd - 600; });
+  ASSERT_OK_AND_ASSIGN(view, QueryJob(prom.fetch(), prom.options));
+  EXPECT_FALSE(view.recorded);
 }
 
 TEST(JobViewTest, SeriesOfOtherNodesOrWithoutANodeAreDroppedAndCounted) {

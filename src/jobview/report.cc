@@ -130,16 +130,33 @@ Report JobReport(const JobView& view, const std::string& host, TimePoint generat
     if (!std::isfinite(v.gpu)) missing.push_back(kGpuUtilization);
     if (!std::isfinite(v.rdma)) missing.push_back(kRdmaRate);
     if (!std::isfinite(v.ethernet)) missing.push_back(kEthernetRate);
-    if (missing.empty()) continue;
     Finding f;
     f.check = kDataMissing;
     f.severity = Severity::kWarning;
     f.subject = name;
-    f.message = fmt::format(
-        "{} holds pods of job {} but Prometheus has no {} for it from {} to {}: its verdicts "
-        "cannot be judged (is its agent, or the task behind the series, running?)",
-        name, view.options.job.ToString(), Join(missing, ", "), at(view.start), at(view.end));
-    f.evidence = {{"job", view.options.job.ToString()}, {"node", name}, {"missing", missing}};
+    if (!missing.empty()) {
+      f.message = fmt::format(
+          "{} holds pods of job {} but Prometheus has no {} for it from {} to {}: its verdicts "
+          "cannot be judged (is its agent, or the task behind the series, running?)",
+          name, view.options.job.ToString(), Join(missing, ", "), at(view.start), at(view.end));
+      f.evidence = {{"job", view.options.job.ToString()}, {"node", name}, {"missing", missing}};
+    } else if (n.inputs_missing_since) {
+      // Some of the window only: the bitmask record's 8 says when.
+      f.since = FromUnixSeconds(static_cast<int64_t>(*n.inputs_missing_since));
+      f.message = fmt::format(
+          "{} holds pods of job {} but its GPU, RDMA or Ethernet record was missing for {} "
+          "step(s) of {} s from {} on: its verdicts could not be judged then (an agent's task "
+          "down, a GPU-less pod of the job there, or a rule failing: see Prometheus's "
+          "prometheus_rule_evaluation_failures_total)",
+          name, view.options.job.ToString(), n.inputs_missing_steps, view.step,
+          at(*n.inputs_missing_since));
+      f.evidence = {{"job", view.options.job.ToString()},
+                    {"node", name},
+                    {"missing_steps", n.inputs_missing_steps},
+                    {"record", kVerdictBitmask}};
+    } else {
+      continue;
+    }
     report.findings.push_back(std::move(f));
   }
   SortFindings(report.findings);
