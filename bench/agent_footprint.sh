@@ -3,7 +3,8 @@
 # reading the same fixture node with 8 GPUs and 8 HCAs (testdata/nodes/ib-8x8; node_exporter
 # through --path.sysfs/--path.procfs): the agent as a plain exporter (--no-kube) and with its
 # Kubernetes writes on (conditions, Events, fabric facts, against the test API server of
-# tests/k8s_api, as node gpu-node-01, heartbeat every 5 s). Per exporter: RSS after start (the
+# tests/k8s_api, as node gpu-node-01, heartbeat every 5 s; and attributing devices to pods
+# through a fake kubelet PodResources socket, tests/podresources). Per exporter: RSS after start (the
 # agent's: the sum over every process it keeps, children included), CPU per scrape, /metrics
 # latency at RATE scrapes/s for SECONDS (one keep-alive connection, as Prometheus), and RSS after
 # TOTAL scrapes; ROUNDS rounds, medians printed, with the load average before and after (the
@@ -46,9 +47,24 @@ KC
 "$BIN" agent --no-kube --root "$ROOT" --listen 127.0.0.1:19464 2>"$WORK/agent.log" &
 PIDS+=($!)
 AGENT=$!
+# The kubelet's PodResources socket (a fake serving one pod with the node's 8 GPUs and 8 HCAs):
+# the agent with writes also attributes devices to pods, as deployed (issue 20's budget).
+python3 - "$WORK/answer.json" <<'ANSWER'
+import json, sys
+ids = lambda prefix: [f"{prefix}{i}" for i in range(8)]
+json.dump({"pods": [{"namespace": "ml", "name": "llm-0", "containers": [{"name": "trainer",
+    "devices": [{"resource": "nvidia.com/gpu", "ids": ids("GPU-bench-")},
+                {"resource": "rdma/hca_shared_devices_a", "ids": ids("mlx5_")}]}]}]},
+          open(sys.argv[1], "w"))
+ANSWER
+/usr/bin/python3 tests/podresources/fake_kubelet.py --socket "$WORK/kubelet.sock" \
+  --answer "$WORK/answer.json" >"$WORK/kubelet.out" 2>"$WORK/kubelet.log" &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q ready "$WORK/kubelet.out" 2>/dev/null && break; sleep 0.1; done
+grep -q ready "$WORK/kubelet.out" || { echo "the fake kubelet did not start: $(cat "$WORK/kubelet.log")" >&2; exit 1; }
 NODE_NAME=gpu-node-01 KUBECONFIG= "$BIN" agent --root "$ROOT" --listen 127.0.0.1:19465 \
-  --kubeconfig "$WORK/kubeconfig" --no-pod-resources --reconcile 5s --heartbeat 5s \
-  2>"$WORK/agent-kube.log" &
+  --kubeconfig "$WORK/kubeconfig" --pod-resources-socket "$WORK/kubelet.sock" --reconcile 5s \
+  --heartbeat 5s 2>"$WORK/agent-kube.log" &
 PIDS+=($!)
 AGENT_KUBE=$!
 # The same with every API call in the agent's own process (libcurl mapped for good): the
@@ -192,4 +208,9 @@ print("mapped by the agent with writes on after them: %s" % (", ".join(mapped) o
       "libcurl, libssl, libcrypto, libgnutls, libgssapi, libldap, libssh2, librtmp, libnghttp2"))
 print("Kubernetes writes on: %.2fx node_exporter's RSS (%.2fx with --kube-in-process); "
       "%d condition patches written meanwhile" % (ak / ne, ai / ne, kube))
+_, body = scrape(http.client.HTTPConnection("127.0.0.1", 19465, timeout=10))
+attributed = sum(1 for line in body.decode().splitlines()
+                 if line.startswith("tocsin_pod_device_info{"))
+print("attribution in the agent with writes on: tocsin_podresources_up %g, %d device series"
+      % (metric(body, "tocsin_podresources_up"), attributed))
 PY

@@ -103,9 +103,11 @@ Status Agent::Discover() {
     if (!access.ok()) return access.status();
     // Each call in a child process (the default: the agent never maps libcurl), or through an
     // ApiClient of this process (--kube-in-process).
+    auto failures = std::make_shared<std::atomic<uint64_t>>(0);  // one count for every client
     auto make_client = [&]() -> Result<std::unique_ptr<KubeClient>> {
       if (!options_.kube_in_process) {
-        return ChildKubeClient({options_.self_exe, options_.kubeconfig, options_.client, {}});
+        return ChildKubeClient(
+            {options_.self_exe, options_.kubeconfig, options_.client, {}, failures});
       }
       TOCSIN_ASSIGN_OR_RETURN(std::unique_ptr<k8s::ApiClient> c,
                               k8s::ApiClient::Create(*access, options_.client));

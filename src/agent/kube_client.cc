@@ -25,7 +25,9 @@ class InProcess : public KubeClient {
 
 class Child : public KubeClient {
  public:
-  explicit Child(KubeChildOptions o) : o_(std::move(o)) {
+  explicit Child(KubeChildOptions o)
+      : o_(std::move(o)),
+        failures_(o_.failures ? o_.failures : std::make_shared<std::atomic<uint64_t>>(0)) {
     if (o_.deadline.count() <= 0) {
       auto backoffs = std::chrono::milliseconds(0);
       auto b = o_.client.backoff;
@@ -48,7 +50,7 @@ class Child : public KubeClient {
     TOCSIN_ASSIGN_OR_RETURN(std::string list, Call({"LIST", collection, kind, ""}));
     return k8s::DecodeJson(list, "LIST " + collection, out);
   }
-  uint64_t failures() const override { return failures_.load(); }
+  uint64_t failures() const override { return failures_->load(); }
 
  private:
   Result<std::string> Call(const KubeRequest& request) {
@@ -74,11 +76,11 @@ class Child : public KubeClient {
     }
     auto r = sys::RunProcess(argv, p);
     if (!r.ok()) {
-      ++failures_;
+      ++*failures_;
       return r.status().WithPrefix(what + ": kube-call child");
     }
     if (r->exit_code != 0) {
-      ++failures_;
+      ++*failures_;
       std::string why = r->err.substr(0, 512);
       while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
       return Status::Unavailable(what + ": kube-call child: exit code " +
@@ -86,14 +88,18 @@ class Child : public KubeClient {
     }
     auto answer = DecodeKubeAnswer(r->out);
     if (!answer.ok()) {
-      ++failures_;
+      ++*failures_;
       return answer.status().WithPrefix(what);
+    }
+    if (!answer->ok() && answer->status().message().size() > 1024) {
+      // The API's own message, as the child carried it: capped for the logs.
+      return Status(answer->status().code(), answer->status().message().substr(0, 1024) + "...");
     }
     return std::move(*answer);
   }
 
   KubeChildOptions o_;
-  std::atomic<uint64_t> failures_{0};
+  std::shared_ptr<std::atomic<uint64_t>> failures_;
 };
 
 }  // namespace

@@ -41,6 +41,9 @@ struct KubeChildOptions {
   // The child is killed this long after it started (0: from `client`: every attempt at its
   // request timeout, the backoffs, and 5 s to start and to load libcurl).
   std::chrono::milliseconds deadline{0};
+  // Where failures() counts: shared by the agent's clients (the reporter's and the pods
+  // task's), so that one metric counts every call; null: the client's own.
+  std::shared_ptr<std::atomic<uint64_t>> failures;
 };
 
 // Each call is `self_exe agent --kube-call` with the request on its stdin and the answer on its

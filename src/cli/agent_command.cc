@@ -108,10 +108,13 @@ Result<agent::AgentOptions> BuildOptions(const CLI::App* cmd, const AgentFlags& 
   o.probe_paths = f.probe_paths;
   o.probe_max_fsync_ms = f.probe_max_fsync_ms;
   o.probe_max_meta_ms = f.probe_max_meta_ms;
+  // The children run this very binary, not whatever the path holds now: a host install upgraded
+  // in place keeps its running agent consistent with its children (protocol, flags).
   char exe[PATH_MAX] = {};
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0) return Status::IoError("/proc/self/exe: " + std::string(strerror(errno)));
-  o.self_exe.assign(exe, static_cast<size_t>(n));
+  if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
+    return Status::IoError("/proc/self/exe: " + std::string(strerror(errno)));
+  }
+  o.self_exe = "/proc/self/exe";
   auto severity = ParseSeverity(f.condition_severity);
   if (!severity) return Status::InvalidArgument("--condition-severity: warning, error or critical");
   o.conditions.min_severity = *severity;
