@@ -65,6 +65,11 @@ struct InitComplete {
   std::string_view comm_id;  // 2.19+; empty before
 };
 std::optional<InitComplete> ParseInitComplete(std::string_view msg);
+namespace internal {
+// The same, token by token, for every length: what ParseInitComplete does for long messages, and
+// the reference its faster path is checked against (unit tests, fuzz_nccl_line).
+std::optional<InitComplete> ParseInitCompleteTokens(std::string_view msg);
+}  // namespace internal
 
 // "NCCL_IB_DISABLE set by environment to 1.", "NCCL_SOCKET_IFNAME set by environment to eth0",
 // "NCCL_IB_HCA set to mlx5", "Comm config netName reset to NCCL_NET=Socket".
