@@ -57,13 +57,18 @@ std::optional<std::string> ParseUsingNetwork(std::string_view msg) {
 }
 
 std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
+  std::vector<IbDevice> out;
+  if (!ParseIbDevices(msg, out)) return std::nullopt;
+  return out;
+}
+
+bool ParseIbDevices(std::string_view msg, std::vector<IbDevice>& out) {
   static constexpr std::string_view kPrefix = "NET/IB : Using";
-  if (!msg.starts_with(kPrefix)) return std::nullopt;
+  out.clear();
+  if (!msg.starts_with(kPrefix)) return false;
   std::string_view list = msg.substr(kPrefix.size());
   size_t oob = list.find(';');
   if (oob != std::string_view::npos) list = list.substr(0, oob);
-  std::vector<IbDevice> out;
-  out.reserve(4);  // one allocation for the usual 1 to 4 devices
   // Every "[idx]" or "[idx] " followed by "name:port[:rail][:plane]/LL" is a device; fused
   // "[0]={...}" entries contain the physical devices, which this also finds.
   size_t i = 0;
@@ -101,8 +106,7 @@ std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg) {
     }
     i = end;
   }
-  if (out.empty()) return std::nullopt;
-  return out;
+  return !out.empty();
 }
 
 bool IsIbNoDevice(std::string_view msg) { return msg.starts_with("NET/IB : No device found"); }

@@ -26,6 +26,8 @@ struct IbDevice {
   std::string_view flags;       // "" or "SHARP" (several are '/'-separated)
 };
 std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg);
+// The same into `out` (cleared first; the analyzer reuses one vector): false when nullopt.
+bool ParseIbDevices(std::string_view msg, std::vector<IbDevice>& out);
 
 // "NET/IB : No device found."
 bool IsIbNoDevice(std::string_view msg);
