@@ -36,7 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ParsePluginFailure(msg);
     ParseOfiProvider(msg);
     if (auto ch = ParseChannel(msg)) IsRdmaNetwork(ch->net);
-    ParseInitComplete(msg);
+    // The one-pass reading of NCCL's layout against the token-by-token reference.
+    auto init = ParseInitComplete(msg);
+    auto reference = internal::ParseInitCompleteTokens(msg);
+    if (init.has_value() != reference.has_value()) __builtin_trap();
+    if (init && (init->rank != reference->rank || init->nranks != reference->nranks ||
+                 init->cuda_dev != reference->cuda_dev || init->comm != reference->comm ||
+                 init->comm_id != reference->comm_id)) {
+      __builtin_trap();
+    }
     ParseEnvSetting(msg);
     ParseVersion(msg);
     ClassifyWarn(msg);

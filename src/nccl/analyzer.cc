@@ -279,10 +279,10 @@ void Analyzer::HandleInfo(Process& p, std::string_view msg, std::vector<nlohmann
     default:
       return;
   }
-  if (auto ib = ParseIbDevices(msg)) {
+  if (ParseIbDevices(msg, ib_)) {
     // "mlx5_0:1/IB" and its flags ("mlx5_0:1/IB/SHARP"), built in a reused buffer (a line
     // per process).
-    for (const auto& d : *ib) {
+    for (const auto& d : ib_) {
       nic_.assign(d.name);
       nic_ += ':';
       char port[16];

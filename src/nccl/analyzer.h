@@ -214,6 +214,7 @@ class Analyzer {
   Options options_;
   LineParser parser_;
   std::string nic_;                  // HandleInfo's scratch for a NIC's name
+  std::vector<IbDevice> ib_;         // HandleInfo's scratch for a line's IB devices
   Process* memo_process_ = nullptr;  // the process of the header in parser_'s memo
   // kCacheSlots (48 KiB), allocated with the first process: the agent keeps an analyzer per pod
   // log file, and most pods are not NCCL jobs.

@@ -26,6 +26,8 @@ struct IbDevice {
   std::string_view flags;       // "" or "SHARP" (several are '/'-separated)
 };
 std::optional<std::vector<IbDevice>> ParseIbDevices(std::string_view msg);
+// The same into `out` (cleared first; the analyzer reuses one vector): false when nullopt.
+bool ParseIbDevices(std::string_view msg, std::vector<IbDevice>& out);
 
 // "NET/IB : No device found."
 bool IsIbNoDevice(std::string_view msg);
@@ -65,6 +67,11 @@ struct InitComplete {
   std::string_view comm_id;  // 2.19+; empty before
 };
 std::optional<InitComplete> ParseInitComplete(std::string_view msg);
+namespace internal {
+// The same, token by token, for every length: what ParseInitComplete does for long messages, and
+// the reference its faster path is checked against (unit tests, fuzz_nccl_line).
+std::optional<InitComplete> ParseInitCompleteTokens(std::string_view msg);
+}  // namespace internal
 
 // "NCCL_IB_DISABLE set by environment to 1.", "NCCL_SOCKET_IFNAME set by environment to eth0",
 // "NCCL_IB_HCA set to mlx5", "Comm config netName reset to NCCL_NET=Socket".

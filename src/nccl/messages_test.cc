@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace tocsin::nccl {
 namespace {
 
@@ -141,6 +145,57 @@ TEST(MessagesTest, InitComplete) {
   EXPECT_EQ(old->rank, 3);
   EXPECT_TRUE(old->comm_id.empty());
   EXPECT_FALSE(ParseInitComplete("Init COMPLETE"));
+}
+
+// NCCL's layout read in one pass gives what the token-by-token reading gives: seeded random
+// Init lines whose prefix, values and separators are sometimes odd (keys as values, other blanks,
+// long numbers, high bytes), so that both the one-pass reading and its fallback are taken.
+TEST(MessagesTest, InitCompleteLayoutMatchesTokens) {
+  const std::vector<std::string> odd = {"rank", "nranks",     "cudaDev", "comm", "commId", "0x5e30",
+                                        "7",    "1234567890", "-1",      " ",    "  ",     "\t",
+                                        "\v",   "\r",         "\x80",    "\xff", "x",      "rankx",
+                                        "Init", "COMPLETE",   ""};
+  const std::vector<std::string> layout = {
+      "comm", "0x5e303a52bd70", "rank",    "3",     "nranks", "16",     "cudaDev",
+      "3",    "nvmlDev",        "3",       "busId", "18000",  "commId", "0xadcb40d61cc1bc4b",
+      "-",    "Init",           "COMPLETE"};
+  uint64_t state = 42;
+  auto next = [&] {  // splitmix64: the same sequence on every run
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  int checked = 0;
+  int plain = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string msg;
+    size_t prefix = next() % 4;
+    for (size_t k = 0; k < prefix; ++k) msg += odd[next() % odd.size()] + (next() % 2 ? " " : "");
+    if (next() % 2) msg += "ncclCommInitRank ";
+    bool perturbed = false;
+    for (size_t k = 0; k < layout.size(); ++k) {
+      bool perturb = next() % 12 == 0;
+      perturbed = perturbed || perturb;
+      msg += perturb ? odd[next() % odd.size()] : layout[k];
+      if (k + 1 < layout.size()) msg += next() % 40 == 0 ? odd[next() % odd.size()] : " ";
+    }
+    if (i % 5 == 0) msg += " \t";
+    plain += perturbed ? 0 : 1;
+    auto fast = ParseInitComplete(msg);
+    auto reference = internal::ParseInitCompleteTokens(msg);
+    ASSERT_EQ(fast.has_value(), reference.has_value()) << msg;
+    if (!fast) continue;
+    ++checked;
+    EXPECT_EQ(fast->rank, reference->rank) << msg;
+    EXPECT_EQ(fast->nranks, reference->nranks) << msg;
+    EXPECT_EQ(fast->cuda_dev, reference->cuda_dev) << msg;
+    EXPECT_EQ(fast->comm, reference->comm) << msg;
+    EXPECT_EQ(fast->comm_id, reference->comm_id) << msg;
+  }
+  EXPECT_GT(checked, 5000);
+  EXPECT_GT(plain, 1000);
 }
 
 TEST(MessagesTest, EnvAndVersion) {
