@@ -34,8 +34,10 @@ done
 
 # 1. Packages, pinned to the versions installed here (while the mirror has them).
 libs=$(ldd "$BINARY" "${MODULES[@]}" | awk '/=> \//{print $3}')
-libs+=$'\n'$(ldconfig -p | awk '/libcurl\.so\.4 .*x86-64/{print $NF; exit}')
-libs+=$'\n'$(ldconfig -p | awk '/libfabric\.so\.1 .*x86-64/{print $NF; exit}')
+# The first match only, with awk reading to the end: an awk that exits early makes ldconfig die
+# of SIGPIPE now and then, which pipefail and `set -e` turn into a silent exit of this script.
+libs+=$'\n'$(ldconfig -p | awk '/libcurl\.so\.4 .*x86-64/ && !n++ {print $NF}')
+libs+=$'\n'$(ldconfig -p | awk '/libfabric\.so\.1 .*x86-64/ && !n++ {print $NF}')
 packages=()
 while read -r lib; do
   [ -n "$lib" ] || continue
