@@ -1,70 +1,127 @@
 #!/usr/bin/env bash
 # `tocsin bench storage` beside fio on the same path, same block size, job count and direct flag
-# (issue 4): sequential write (with the final fsync, fio end_fsync=1) and read (page cache
-# dropped first: fio invalidate=1, tocsin POSIX_FADV_DONTNEED), and 4 KiB write+fsync latency
-# (fio fsync=1: its write clat plus its sync latency, per percentile). Median of RUNS runs.
-# Usage: bench/storage_compare.sh [RUNS] [SIZE_PER_JOB] [JOBS]
+# (issues 4 and 22): sequential write (with the final fsync, fio end_fsync=1) and read (page
+# cache dropped first: fio invalidate=1, tocsin POSIX_FADV_DONTNEED), and 4 KiB write+fsync
+# latency (fio fsync=1: its write clat plus its sync latency, per percentile).
+#
+# The tools alternate round by round, and which goes first alternates too (tocsin, fio; then fio,
+# tocsin), so a slow spell of the VM cannot favour one. Per row: the medians of RUNS rounds, and
+# the median of the per-round ratios. Then where the time goes: the share of each phase spent
+# inside the read/write calls (mean latency x operations / workers / phase time; the rest is the
+# tool's own work between calls: per-block overhead, submission, checking when it is inline).
+# (No CPU time per byte here: tocsin's probe runs in a child that is never waited for, by design,
+# since a hung mount may keep it from exiting, so the shell's accounting cannot see it.)
+# tocsin checks what it reads (its default, CHECK=1) unless CHECK=0; fio checks nothing.
+# Usage: [CHECK=0|1] bench/storage_compare.sh [RUNS] [SIZE_PER_JOB] [JOBS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${1:-3}
+RUNS=${1:-5}
 SIZE=${2:-512M}
 JOBS=${3:-2}
+CHECK=${CHECK:-1}
 BIN=$PWD/build/release/tocsin
 [ -x "$BIN" ] || { echo "build first: make build" >&2; exit 2; }
 dpkg-query -W -f='${Status}' fio 2>/dev/null | grep -q "install ok installed" ||
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fio >/dev/null
-WORK=$(mktemp -d /tmp/tocsin-bench-storage-XXXXXX)
+WORK=$(mktemp -d /var/tmp/tocsin-bench-storage-XXXXXX)
 SHM=$(mktemp -d /dev/shm/tocsin-bench-storage-XXXXXX)
 trap 'rm -rf "$WORK" "$SHM"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+PY=/usr/bin/python3
 
-tocsin_run() {  # dir direct(0/1) -> "write_gbps read_gbps fsync_p50_us fsync_p99_us"
+# dir direct(0/1) name round -> one record line
+tocsin_run() {
   local flags=()
   [ "$2" = 1 ] && flags+=(--direct)
-  "$BIN" bench storage --path "$1" -j "$JOBS" --size "$SIZE" --block 1M --phase write \
-    --phase read --phase fsync --fsync-ops 200 -c 0 "${flags[@]}" -o json |
-    python3 -c '
+  "$BIN" bench storage --path "$1" -j "$JOBS" \
+    --size "$SIZE" --block 1M --phase write --phase read --phase fsync --fsync-ops 200 \
+    -c "$CHECK" "${flags[@]}" -o json > "$WORK/t.json"
+  $PY - "$WORK/t.json" "$3" "$4" "$JOBS" <<'PY'
 import json, sys
-p = {x["phase"]: x for x in json.load(sys.stdin)["inventory"]["phases"]}
-print(p["write"]["gbps"], p["read"]["gbps"], p["fsync"]["latency"]["p50_us"], p["fsync"]["latency"]["p99_us"])'
+path, name, rnd, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+p = {x["phase"]: x for x in json.load(open(path))["inventory"]["phases"]}
+def share(x):  # time inside the calls / phase time, per worker
+    return x["latency"]["mean_us"] * x["ops"] / jobs / (x["seconds"] * 1e6)
+print("tocsin", name, rnd, p["write"]["gbps"], p["read"]["gbps"], p["fsync"]["latency"]["p50_us"],
+      p["fsync"]["latency"]["p99_us"], share(p["write"]), share(p["read"]),
+      p["read"].get("wrong", -1))
+PY
 }
-fio_run() {  # dir direct
+
+fio_run() {  # dir direct name round
   local d=$1/fio common=(--directory="$1/fio" --ioengine=psync --group_reporting --output-format=json
                           --numjobs="$JOBS" --direct="$2")
   mkdir -p "$d"
-  local w r f
-  w=$(fio --name=seq --rw=write --bs=1M --size="$SIZE" --end_fsync=1 "${common[@]}" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["write"]["bw_bytes"]/1e9)')
-  r=$(fio --name=seq --rw=read --bs=1M --size="$SIZE" --invalidate=1 "${common[@]}" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"]/1e9)')
-  f=$(fio --name=sync --rw=write --bs=4k --size=800K --fsync=1 "${common[@]}" |
-        python3 -c '
-import json, sys
-j = json.load(sys.stdin)["jobs"][0]
-w = j["write"]["clat_ns"]["percentile"]
-s = j["sync"]["lat_ns"]["percentile"]
-print((w["50.000000"] + s["50.000000"]) / 1e3, (w["99.000000"] + s["99.000000"]) / 1e3)')
+  fio --name=seq --rw=write --bs=1M --size="$SIZE" \
+    --end_fsync=1 "${common[@]}" > "$WORK/fw.json"
+  fio --name=seq --rw=read --bs=1M --size="$SIZE" \
+    --invalidate=1 "${common[@]}" > "$WORK/fr.json"
+  fio --name=sync --rw=write --bs=4k --size=800K --fsync=1 "${common[@]}" > "$WORK/ff.json"
   rm -rf "$d"
-  echo "$w $r $f"
+  $PY - "$WORK" "$3" "$4" "$JOBS" <<'PY'
+import json, sys
+work, name, rnd, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def job(f):
+    return json.load(open(f"{work}/{f}"))["jobs"][0]
+w, r, f = job("fw.json")["write"], job("fr.json")["read"], job("ff.json")
+def share(x):  # psync: the completion latency is the call's time; runtime is the group's, in ms
+    return x["clat_ns"]["mean"] * x["total_ios"] / jobs / (x["runtime"] * 1e6)
+fw, fs = f["write"]["clat_ns"]["percentile"], f["sync"]["lat_ns"]["percentile"]
+print("fio", name, rnd, w["bw_bytes"] / 1e9, r["bw_bytes"] / 1e9,
+      (fw["50.000000"] + fs["50.000000"]) / 1e3, (fw["99.000000"] + fs["99.000000"]) / 1e3,
+      share(w), share(r), -1)
+PY
 }
-col() { awk -v c="$1" '{print $c}'; }
 
-echo "| path | direct | write GB/s tocsin / fio | ratio | read GB/s tocsin / fio | ratio | write+fsync p50 us tocsin / fio | ratio | p99 us tocsin / fio | ratio |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+: > "$WORK/records"
 for cfg in "$WORK 0 disk(ext4)" "$WORK 1 disk(ext4)" "$SHM 0 tmpfs"; do
   set -- $cfg
-  dir=$1 direct=$2 name=$3
-  : > "$WORK/t" ; : > "$WORK/f"
-  for _ in $(seq "$RUNS"); do
-    tocsin_run "$dir" "$direct" >> "$WORK/t"
-    fio_run "$dir" "$direct" >> "$WORK/f"
+  dir=$1 direct=$2 name="$3/$2"
+  for round in $(seq "$RUNS"); do
+    if [ $((round % 2)) = 1 ]; then
+      tocsin_run "$dir" "$direct" "$name" "$round" >> "$WORK/records"
+      fio_run "$dir" "$direct" "$name" "$round" >> "$WORK/records"
+    else
+      fio_run "$dir" "$direct" "$name" "$round" >> "$WORK/records"
+      tocsin_run "$dir" "$direct" "$name" "$round" >> "$WORK/records"
+    fi
   done
-  vals=()
-  for c in 1 2 3 4; do
-    vals+=("$(col $c < "$WORK/t" | median)" "$(col $c < "$WORK/f" | median)")
-  done
-  awk -v n="$name" -v d="$direct" -v tw="${vals[0]}" -v fw="${vals[1]}" -v tr="${vals[2]}" \
-      -v fr="${vals[3]}" -v t5="${vals[4]}" -v f5="${vals[5]}" -v t9="${vals[6]}" -v f9="${vals[7]}" 'BEGIN {
-    printf "| %s | %s | %.2f / %.2f | %.2f | %.2f / %.2f | %.2f | %.0f / %.0f | %.2f | %.0f / %.0f | %.2f |\n",
-      n, d ? "yes" : "no", tw, fw, tw / fw, tr, fr, tr / fr, t5, f5, t5 / f5, t9, f9, t9 / f9 }'
 done
+[ -n "${KEEP_RECORDS:-}" ] && cp "$WORK/records" "$KEEP_RECORDS"
+
+$PY - "$WORK/records" "$RUNS" "$CHECK" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+runs, check = sys.argv[2], sys.argv[3]
+cfgs = list(dict.fromkeys(r[1] for r in rows))
+def col(tool, cfg, i):
+    return {int(r[2]): float(r[i]) for r in rows if r[0] == tool and r[1] == cfg}
+def med(v):
+    return statistics.median(v)
+print(f"Medians of {runs} alternating rounds (tocsin checks its reads: {'yes' if check == '1' else 'no'}); "
+      "ratio: median of the per-round ratios.\n")
+print("| path | direct | write GB/s tocsin / fio | ratio | read GB/s tocsin / fio | ratio | "
+      "write+fsync p50 us tocsin / fio | ratio | p99 us tocsin / fio | ratio |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for c in cfgs:
+    name, direct = c.split("/")
+    cells = []
+    for i, fmt in ((3, "%.2f"), (4, "%.2f"), (5, "%.0f"), (6, "%.0f")):
+        t, f = col("tocsin", c, i), col("fio", c, i)
+        ratio = med([t[k] / f[k] for k in t if k in f and f[k] > 0])
+        cells.append(f"{fmt % med(t.values())} / {fmt % med(f.values())} | {ratio:.2f}")
+    print(f"| {name} | {'yes' if direct == '1' else 'no'} | " + " | ".join(cells) + " |")
+print("\nWhere the time goes (medians): the share of each phase spent inside the read/write calls.\n")
+print("| path | direct | write in calls tocsin / fio | read in calls tocsin / fio |")
+print("|---|---|---|---|")
+for c in cfgs:
+    name, direct = c.split("/")
+    cells = []
+    for i in (7, 8):
+        cells.append(f"{med(col('tocsin', c, i).values()) * 100:.1f} % / "
+                     f"{med(col('fio', c, i).values()) * 100:.1f} %")
+    print(f"| {name} | {'yes' if direct == '1' else 'no'} | " + " | ".join(cells) + " |")
+wrong = [float(r[9]) for r in rows if r[0] == "tocsin" and float(r[9]) > 0]
+if wrong:
+    print(f"\ntocsin found wrong blocks in {len(wrong)} runs")
+    sys.exit(1)
+PY

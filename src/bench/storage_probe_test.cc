@@ -59,6 +59,44 @@ TEST_F(ProbeFolderTest, RunsInItsOwnFolder) {
   EXPECT_TRUE(fs::is_empty(dir_));
 }
 
+// A block changed on the disk between writing and reading is counted, whether the blocks are
+// checked inline (small blocks) or beside the next read (large ones), in its own file or the
+// shared one, and only that block.
+TEST_F(ProbeFolderTest, ACorruptedBlockIsCountedOnce) {
+  for (uint64_t block : {4096u, 64u << 10}) {
+    for (bool shared : {false, true}) {
+      SCOPED_TRACE(std::to_string(block) + (shared ? " shared" : " per worker"));
+      ProbeOptions o = Small(shared);
+      o.jobs = 2;
+      o.size = 8 * block;
+      o.block = block;
+      StorageProbe probe(o);
+      ASSERT_TRUE(probe.Run("write").ok());
+      auto clean = probe.Run("read");
+      ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+      EXPECT_EQ(clean->wrong, 0);
+      // Worker 1's fifth block, one byte past its stamp.
+      std::string file = dir_ + (shared ? "/shared.dat" : "/data-1.dat");
+      uint64_t at = (shared ? o.size : 0) + 5 * block + 20;
+      {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        ASSERT_TRUE(f.is_open()) << file;
+        f.seekg(at);
+        char c = 0;
+        f.read(&c, 1);
+        c ^= 0x5a;
+        f.seekp(at);
+        f.write(&c, 1);
+      }
+      auto r = probe.Run("read");
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->wrong, 1);
+      EXPECT_EQ(r->bytes, 2 * o.size);
+      EXPECT_TRUE(RemoveCreated(probe.Created(), 3000));
+    }
+  }
+}
+
 TEST_F(ProbeFolderTest, PlantedDataLinkIsRefused) {
   for (bool shared : {false, true}) {
     std::string link = dir_ + (shared ? "/shared.dat" : "/data-0.dat");
