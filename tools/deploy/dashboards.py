@@ -25,7 +25,7 @@ FLEET_FABRIC = {
                    "device plugin's coverage and the agents' NodeConditions.",
     "panels": [
         panel("stat", "RDMA ports not ACTIVE",
-              "Ports whose state is not ACTIVE (TocsinRDMAPortDown after 5 minutes).", "none",
+              "Ports whose state is not ACTIVE (TocsinRDMAPortDown after 15 seconds, two scrapes in a row).", "none",
               (f"count(tocsin_rdma_port_up{{{M}}} == 0) or vector(0)", "ports"), w=6, h=4),
         panel("stat", "Nodes training over TCP",
               "Nodes whose RDMA counters are flat while Ethernet is busy "

@@ -110,7 +110,7 @@ def outputs(root):
             "appVersion": v,
             "description": "tocsin: the agent DaemonSet, the controller Deployment, their RBAC, "
                            "the Prometheus rules and the Grafana dashboards (deploy/base)",
-            "kubeVersion": ">=1.20.0-0"}, sort_keys=False),
+            "kubeVersion": ">=1.21.0-0"}, sort_keys=False),
         f"{CHART}/values.yaml": HEADER + (
             "# The image `make image` builds (README, \"The image\"): push it and name it here.\n"
             f"image:\n  repository: {values['image']['repository']}\n  tag: \"{v}\"\n"
