@@ -15,6 +15,8 @@
 #include "cli/node_command.h"
 #include "cli/policy_command.h"
 #include "cli/rank_flags.h"
+#include "sys/env.h"
+#include "sys/huge_heap.h"
 #include "tocsin/version.h"
 
 namespace tocsin::cli {
@@ -42,7 +44,13 @@ int Main(int argc, char** argv) {
       return rc == 0 ? kExitOk : kExitUsage;
     }
     for (const auto& c : commands) {
-      if (c.app->parsed()) return c.run();
+      if (!c.app->parsed()) continue;
+      // The commands that decode a whole cluster's objects (sys/huge_heap.h).
+      const std::string& name = c.app->get_name();
+      if (name == "audit" || name == "diff" || name == "snapshot") {
+        sys::ReexecWithHugeHeap(*NewRootedEnv(), argv);
+      }
+      return c.run();
     }
     return kExitUsage;
   } catch (const std::exception& e) {
