@@ -158,7 +158,7 @@ Status ApiClient::RefreshCredential(bool force) {
     bool expired =
         cached && cached->expires && *cached->expires <= Clock::now() + std::chrono::seconds(30);
     if (!cached || expired || force) {
-      auto cred = RunExecPlugin(*access_.exec, access_, std::chrono::seconds(60));
+      auto cred = RunExecPlugin(*access_.exec, access_, std::chrono::seconds(60), abort_);
       if (!cred.ok()) return cred.status().WithPrefix(access_.origin);
       cached = *cred;
     }

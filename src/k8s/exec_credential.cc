@@ -51,7 +51,8 @@ Result<ExecCredential> ParseExecCredential(const std::string& text, const std::s
 }
 
 Result<ExecCredential> RunExecPlugin(const ExecConfig& exec, const ClusterAccess& cluster,
-                                     std::chrono::milliseconds timeout) {
+                                     std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>* stop) {
   nlohmann::json info = {{"kind", "ExecCredential"},
                          {"apiVersion", exec.api_version},
                          {"spec", {{"interactive", false}}}};
@@ -66,6 +67,7 @@ Result<ExecCredential> RunExecPlugin(const ExecConfig& exec, const ClusterAccess
   }
   sys::ProcessOptions options;
   options.timeout = timeout;
+  options.stop = stop;
   options.extra_env = exec.env;
   options.extra_env.push_back("KUBERNETES_EXEC_INFO=" + info.dump());
   options.max_output = 1 << 20;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -24,9 +25,11 @@ Result<ExecCredential> ParseExecCredential(const std::string& text, const std::s
                                            const std::string& plugin);
 
 // Runs the plugin as kubectl does (KUBERNETES_EXEC_INFO with interactive=false, and the
-// cluster's server and CA when provideClusterInfo is set), bounded by `timeout`. A failing
-// plugin's error names it and quotes its stderr.
+// cluster's server and CA when provideClusterInfo is set), bounded by `timeout`, and killed
+// within about 100 ms once `*stop` turns true (nullptr: never). A failing plugin's error names it
+// and quotes its stderr.
 Result<ExecCredential> RunExecPlugin(const ExecConfig& exec, const ClusterAccess& cluster,
-                                     std::chrono::milliseconds timeout);
+                                     std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>* stop = nullptr);
 
 }  // namespace tocsin::k8s

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "testing/status_matchers.h"
 
 namespace tocsin::k8s {
@@ -87,6 +89,13 @@ TEST(ExecCredentialTest, FailingAndHungPlugins) {
   auto hung = RunExecPlugin(exec, {}, std::chrono::milliseconds(200));
   ASSERT_FALSE(hung.ok());
   EXPECT_EQ(hung.status().code(), StatusCode::kTimeout);
+
+  // The client stopping (a daemon's shutdown) does not wait out the plugin's 60 s.
+  std::atomic<bool> stop{true};
+  auto stopped = RunExecPlugin(exec, {}, std::chrono::seconds(60), &stop);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(stopped.status().message().find("exec credential plugin"), std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -162,6 +163,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   ProcessResult result;
   Status error;
   auto deadline = Clock::now() + options.timeout;
+  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
   pollfd fds[3] = {{pipes[0][0], POLLIN, 0}, {pipes[1][0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   size_t written = 0;
@@ -174,7 +176,12 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                               std::to_string(options.timeout.count()) + " ms; killed");
       break;
     }
-    int r = poll(fds, 3, static_cast<int>(left.count()));
+    if (stopped()) {
+      error = Status::Unavailable("\"" + name + "\" stopped; killed");
+      break;
+    }
+    int r = poll(fds, 3, static_cast<int>(options.stop ? std::min<int64_t>(left.count(), 100)
+                                                       : left.count()));
     if (r < 0 && errno != EINTR) {
       error = Status::IoError("poll: " + std::string(strerror(errno)));
       break;
@@ -221,9 +228,10 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
     if (w < 0 && errno != EINTR) return Status::IoError("waitpid: " + std::string(strerror(errno)));
-    if (Clock::now() >= deadline) {
+    if (Clock::now() >= deadline || stopped()) {
       kill(-pid, SIGKILL);
       waitpid(pid, &status, 0);
+      if (stopped()) return Status::Unavailable("\"" + name + "\" stopped; killed");
       return Status::Timeout("\"" + name + "\" did not exit within " +
                              std::to_string(options.timeout.count()) + " ms; killed");
     }

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -29,6 +30,9 @@ struct ProcessOptions {
   // Killed (SIGKILL) when the thread that started it ends, e.g. with the process: a child that
   // outlives an abandoned call never lingers after its parent (PR_SET_PDEATHSIG).
   bool die_with_parent = false;
+  // When it turns true, the child's group is killed and the call ends (Unavailable, "stopped")
+  // within about 100 ms, as it does at `timeout`; nullptr: never.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // How Spawn starts a child. Everything is built before the fork: between fork and exec the child

@@ -2,8 +2,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
 
 #include "testing/status_matchers.h"
 
@@ -41,6 +46,37 @@ TEST(SubprocessTest, HungCommandIsKilledAtTheDeadline) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
   EXPECT_NE(r.status().message().find("200 ms"), std::string::npos);
+}
+
+// A stop (the daemon shutting down) ends the call and kills the child long before its timeout:
+// the child says it runs through a FIFO, then the flag turns.
+TEST(SubprocessTest, AStopKillsTheChildBeforeItsTimeout) {
+  char dir[] = "/tmp/tocsin-subprocess-stop-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string fifo = std::string(dir) + "/running";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> stop{false};
+  std::thread flip([&] {
+    std::ifstream in(fifo);  // opens once the child opens it for writing
+    std::string line;
+    std::getline(in, line);
+    stop = true;
+  });
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.stop = &stop;
+  auto r = RunProcess({"sh", "-c", "echo up > " + fifo + "; sleep 30 & sleep 30"}, o);
+  flip.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("stopped"), std::string::npos);
+  unlink(fifo.c_str());
+  rmdir(dir);
+
+  // Already stopped: the child is not waited for at all.
+  auto again = RunProcess({"sleep", "30"}, o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kUnavailable);
 }
 
 TEST(SubprocessTest, OversizedOutputIsAnError) {
