@@ -43,6 +43,7 @@ struct Worker {
   std::atomic<int64_t> op_start_ns{0};  // 0: not inside an operation
   std::string path;                     // set before the phase starts
   std::vector<int64_t> lat_ns;
+  int64_t first_ns = 0, last_ns = 0;  // the first timed operation's start, the last one's end
   uint64_t bytes = 0, ops = 0;
   int64_t wrong = -1;
   double resident = -1;  // share of the file in the page cache before reading (-1: unknown)
@@ -92,6 +93,8 @@ auto Timed(Worker& wk, F op) {
   int64_t end = NowNs();
   wk.op_start_ns.store(0);
   wk.lat_ns.push_back(end - start);
+  if (wk.first_ns == 0) wk.first_ns = start;
+  wk.last_ns = end;
   return r;
 }
 
@@ -427,7 +430,21 @@ Result<PhaseResult> StorageProbe::Pass(const std::string& phase) {
     }
   }
   if (s->stop.load()) return Status(StatusCode::kUnavailable, "interrupted");
+  // The phase's time runs from its first operation to its last (the final fsync included), as
+  // fio's runtime does: starting the threads, opening the files and making the buffers are not
+  // I/O. A pass with a worker that timed nothing falls back to the whole pass.
   double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  int64_t first = 0, last = 0;
+  bool all_timed = true;
+  for (const auto& wk : s->workers) {
+    if (wk->first_ns == 0) {
+      all_timed = false;
+      break;
+    }
+    first = first == 0 ? wk->first_ns : std::min(first, wk->first_ns);
+    last = std::max(last, wk->last_ns);
+  }
+  if (all_timed && last > first) seconds = (last - first) / 1e9;
   PhaseResult r;
   r.name = phase;
   r.seconds = seconds;

@@ -54,6 +54,9 @@ TEST_F(ProbeFolderTest, RunsInItsOwnFolder) {
                             "meta-unlink"}) {
     auto r = probe.Run(phase);
     ASSERT_TRUE(r.ok()) << phase << ": " << r.status().ToString();
+    // The phase's time is its operations' span: at least every operation of its one worker.
+    EXPECT_GT(r->seconds, 0) << phase;
+    EXPECT_GE(r->seconds * 1e6 * 1.001, r->latency.mean * r->latency.count) << phase;
   }
   EXPECT_TRUE(RemoveCreated(probe.Created(), 3000));
   EXPECT_TRUE(fs::is_empty(dir_));
