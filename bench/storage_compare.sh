@@ -43,7 +43,7 @@ def share(x):  # time inside the calls / phase time, per worker
     return x["latency"]["mean_us"] * x["ops"] / jobs / (x["seconds"] * 1e6)
 print("tocsin", name, rnd, p["write"]["gbps"], p["read"]["gbps"], p["fsync"]["latency"]["p50_us"],
       p["fsync"]["latency"]["p99_us"], share(p["write"]), share(p["read"]),
-      p["read"].get("wrong", -1))
+      -1 if p["read"].get("wrong") is None else p["read"]["wrong"])
 PY
 }
 
