@@ -34,7 +34,8 @@ constexpr CheckInfo kChecks[] = {
      "a node class's GPU driver or MOFED major version differs"},
     {kNodeFirmware, Severity::kWarning, "", "a node class's HCA firmware differs"},
     {kNodeFabric, Severity::kWarning, "error when the link layer differs",
-     "a node class's HCA link layer, rate, MTU or board differs"},
+     "a node class's HCA link layer, rate, MTU, board or count differs, or a node's fabric "
+     "facts annotation cannot be read"},
     {kNodeSoftware, Severity::kInfo, "",
      "a node class's kernel, OS, runtime, kubelet, CUDA or feature labels differ"},
 };
