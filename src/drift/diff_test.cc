@@ -181,13 +181,32 @@ TEST(DiffTest, ObjectsOnOneSideOnly) {
   EXPECT_EQ(Ids(r), want);
 }
 
-TEST(DiffTest, EmptySideSaysSo) {
+TEST(DiffTest, AnEmptySideIsNotComparedAgainst) {
   k8s::Snapshot a = Cluster(2, "a");
-  k8s::Snapshot b;
+  a.sriov_policies.push_back({});
+  a.sriov_policies.back().resource_name = "ib_vfs";
+  k8s::Snapshot b;       // {"kind":"List","items":[]}: a wrong context or namespace
+  b.pods.push_back({});  // pods are not compared
   DiffResult r = DiffOf(a, b);
-  std::vector<std::string> ids = Ids(r);
-  EXPECT_NE(std::find(ids.begin(), ids.end(), "drift.input.empty nodes of prod"), ids.end());
-  EXPECT_NE(std::find(ids.begin(), ids.end(), "drift.input.empty daemonsets of prod"), ids.end());
+  ASSERT_EQ(Ids(r), std::vector<std::string>{"drift.input.empty side B (prod)"});
+  EXPECT_EQ(r.findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(r.findings[0].evidence["side"], "prod");
+  EXPECT_TRUE(r.items.empty());
+  // The same empty file on both sides: one finding per side, each naming it.
+  r = Diff({"empty.json", "empty.json", &b}, {"empty.json", "empty.json", &b}, {});
+  EXPECT_EQ(Ids(r), (std::vector<std::string>{"drift.input.empty side A (empty.json)",
+                                              "drift.input.empty side B (empty.json)"}));
+}
+
+TEST(DiffTest, ASideWithoutNodesOrDaemonSetsSaysSoAndComparesTheRest) {
+  k8s::Snapshot a = Cluster(2, "a");
+  k8s::Snapshot b = Cluster(2, "b");
+  b.nodes.clear();
+  b.daemonsets.clear();  // its ConfigMap is there, its pools unknown without the plugin
+  b.configmaps.clear();
+  DiffResult r = DiffOf(a, b);
+  EXPECT_EQ(Ids(r), (std::vector<std::string>{"drift.input.empty daemonsets of B (prod)",
+                                              "drift.input.empty nodes of B (prod)"}));
 }
 
 TEST(DiffTest, ClassLabelsAndFacts) {

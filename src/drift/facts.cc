@@ -321,8 +321,8 @@ void CompareNodes(Differ& d, const Options& options, const audit::Options& a_opt
                   const audit::Options& b_options) {
   for (const Side* s : {&d.a(), &d.b()}) {
     if (s->snapshot->nodes.empty()) {
-      d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kNodes, "nodes of " + s->name,
-                   s->name + " has no Node objects: node classes were not compared", *s,
+      d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kNodes, "nodes of " + d.Label(*s),
+                   d.Label(*s) + " has no Node objects: node classes were not compared", *s,
                    nlohmann::json::object());
     }
   }
