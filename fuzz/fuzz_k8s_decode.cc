@@ -49,8 +49,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Snapshot streamed;
   tocsin::Result<bool> r =
       internal::DecodeListStream(read, 64 << ((knob >> 1) & 7), "fuzz", streamed);
+  // Again under a small item cap: the same, or the cap's own error (never another result).
+  at = 0;
+  Snapshot capped;
+  tocsin::Result<bool> c = internal::DecodeListStream(read, 64, "fuzz", capped, 256);
   internal::SetScanKernelForTesting(internal::ScanKernel::kAuto);
   if (r.ok() && !*r) return 0;  // declined: LoadFile decodes the whole text, as above
   if (Describe(r.status(), streamed) != Describe(whole, plain)) std::abort();
+  if (!c.ok()) {
+    if (c.status().message().find("more than 256 bytes") != std::string::npos) return 0;
+    if (r.ok() || c.status().message() != r.status().message()) std::abort();
+    return 0;
+  }
+  if (!r.ok() || *c != *r) std::abort();
+  if (*c && Describe(c.status(), capped) != Describe(whole, plain)) std::abort();
   return 0;
 }

@@ -75,6 +75,9 @@ int RunDiff(const DiffFlags& f) {
   if (a.empty() || b.empty()) {
     return UsageError("diff needs two sides: A B (files or ctx:NAME), or --context-a/--context-b");
   }
+  if (a == "-" && b == "-") {
+    return UsageError("stdin (-) can be one side only: it is read once (save the other to a file)");
+  }
   drift::Options options;
   options.class_labels = f.class_labels;
   options.audit.device_plugins = f.device_plugins;
@@ -180,7 +183,8 @@ Command AddDiffCommand(CLI::App& parent) {
   flags->report.AddTo(cmd, {"table", "json", "junit", "markdown"});
   cmd->add_option("a", flags->a,
                   "Side A: a snapshot file (kubectl get ... -o json, tocsin "
-                  "snapshot; - for stdin) or ctx:NAME (a live context)");
+                  "snapshot; - for stdin, one side only) or ctx:NAME (a live context; ctx: "
+                  "alone: the current one)");
   cmd->add_option("b", flags->b, "Side B: the same");
   cmd->add_option("--context-a", flags->context_a, "Side A is this live kubeconfig context");
   cmd->add_option("--context-b", flags->context_b, "Side B is this live kubeconfig context");

@@ -233,8 +233,8 @@ TEST(ReadDriftInputsTest, ABaselineClusterIsListedAndWhatItCannotReadIsComparedO
   live.workloads.clear();
   std::vector<std::string> ids = Ids(Judge(in, live));
   EXPECT_EQ(ids, (std::vector<std::string>{
-                     "drift.input.empty daemonsets of baseline",
-                     "drift.input.empty daemonsets of live",
+                     "drift.input.empty daemonsets of A (baseline)",
+                     "drift.input.empty daemonsets of B (live)",
                      "drift.input.unreadable baseline NetworkAttachmentDefinition",
                      "drift.rdma.resource class p5.48xlarge: rdma rdma/hca_prod",
                      "drift.rdma.resource class p5.48xlarge: rdma rdma/hca_staging"}));

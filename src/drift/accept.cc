@@ -3,6 +3,8 @@
 #include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include "base/strings.h"
 
 namespace tocsin::drift {
@@ -36,6 +38,24 @@ std::string Scalar(const YAML::Node& n, const char* key) {
   return v && v.IsScalar() ? v.Scalar() : "";
 }
 
+// A map's keys are all among `allowed`: an unknown key (a typo, or `subject:` beside `match:`
+// instead of inside it) would otherwise be ignored and the entry accept more than it says.
+Status OnlyKeys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
+                const std::string& where) {
+  for (const auto& kv : map) {
+    std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "(not a scalar)";
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    std::vector<std::string> names(allowed.begin(), allowed.end());
+    std::string hint;
+    if (where.starts_with("entry") && (k == "check" || k == "subject")) {
+      hint = "; " + k + " goes inside match: {check: GLOB, subject: GLOB}";
+    }
+    return Status::ParseError(where + ": unknown key " + Quote(k) + " (only " + Join(names, ", ") +
+                              ")" + hint);
+  }
+  return Status::Ok();
+}
+
 // "2026-12-31" -> the end of that day (UTC); or an RFC 3339 time.
 std::optional<TimePoint> ParseExpiry(const std::string& s) {
   if (s.size() == 10 && s[4] == '-' && s[7] == '-') {
@@ -63,7 +83,8 @@ Result<std::vector<Acceptance>> ParseAcceptFile(std::string_view text) {
   if (!root || root.IsNull()) return out;
   YAML::Node list = root;
   if (root.IsMap()) {
-    if (!root["accept"] || root.size() != 1) {
+    if (Status st = OnlyKeys(root, {"accept"}, "the file"); !st.ok()) return st;
+    if (!root["accept"]) {
       return Status::ParseError("expected a list of entries, or a map with one key \"accept\"");
     }
     list = root["accept"];
@@ -78,18 +99,15 @@ Result<std::vector<Acceptance>> ParseAcceptFile(std::string_view text) {
     const YAML::Node e = list[i];
     std::string where = "entry " + std::to_string(i + 1);
     if (!e.IsMap()) return Status::ParseError(where + ": not a map");
+    if (Status st = OnlyKeys(e, {"match", "reason", "expires"}, where); !st.ok()) return st;
     Acceptance a;
     const YAML::Node match = e["match"];
     if (!match) return Status::ParseError(where + ": no match");
     if (match.IsScalar()) {
       a.check = match.Scalar();
     } else if (match.IsMap()) {
-      for (const auto& kv : match) {
-        std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "";
-        if (k != "check" && k != "subject") {
-          return Status::ParseError(where + ": match has " + Quote(k) +
-                                    " (only check and subject)");
-        }
+      if (Status st = OnlyKeys(match, {"check", "subject"}, where + ": match"); !st.ok()) {
+        return st;
       }
       if (match["check"]) a.check = Scalar(match, "check");
       if (match["subject"]) a.subject = Scalar(match, "subject");

@@ -47,6 +47,30 @@ TEST(AcceptTest, BadEntriesNameTheEntry) {
   EXPECT_FALSE(ParseAcceptFile(deep).ok());
 }
 
+TEST(AcceptTest, UnknownKeysAtEveryLevelAreErrorsNamingKeyAndEntry) {
+  // subject beside match, not inside it: the entry would accept every subject.
+  auto r = ParseAcceptFile(
+      "- match: drift.node.software\n  reason: r\n  expires: 2026-01-01\n"
+      "- match: drift.plugin.image\n  subject: device plugin x\n  reason: r\n"
+      "  expires: 2026-01-01\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("entry 2: unknown key \"subject\""), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("inside match"), std::string::npos) << r.status().message();
+  r = ParseAcceptFile("- match: a\n  reason: r\n  expire: 2026-01-01\n  expires: 2026-01-01\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("entry 1: unknown key \"expire\""), std::string::npos)
+      << r.status().message();
+  r = ParseAcceptFile("- match: {check: a, node: b}\n  reason: r\n  expires: 2026-01-01\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("entry 1: match: unknown key \"node\""), std::string::npos)
+      << r.status().message();
+  r = ParseAcceptFile("accept: []\naccepts: []\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown key \"accepts\""), std::string::npos)
+      << r.status().message();
+}
+
 TEST(AcceptTest, AcceptedUntilExpiry) {
   Finding f{"drift.plugin.image", Severity::kWarning, "device plugin k8s-rdma-shared-dev-plugin",
             "runs v1 and v2",     std::nullopt,       {{"a", "v1"}}};

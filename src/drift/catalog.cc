@@ -8,7 +8,8 @@ constexpr CheckInfo kChecks[] = {
      "the nodes of one class on one side disagree on a fact (outliers listed)"},
     {kClassMissing, Severity::kWarning, "", "a node class exists on one side only"},
     {kInputEmpty, Severity::kWarning, "",
-     "one side has no Node or no DaemonSet objects: that part was not compared"},
+     "one side holds nothing diff compares (nothing is compared against it), or no Node or no "
+     "DaemonSet objects (that part was not compared)"},
     {kInputUnreadable, Severity::kWarning, "",
      "the controller's baseline or a kind of its live side cannot be read: tocsin cannot know "
      "whether that part drifted"},
@@ -34,7 +35,8 @@ constexpr CheckInfo kChecks[] = {
      "a node class's GPU driver or MOFED major version differs"},
     {kNodeFirmware, Severity::kWarning, "", "a node class's HCA firmware differs"},
     {kNodeFabric, Severity::kWarning, "error when the link layer differs",
-     "a node class's HCA link layer, rate, MTU or board differs"},
+     "a node class's HCA link layer, rate, MTU, board or count differs, or a node's fabric "
+     "facts annotation cannot be read"},
     {kNodeSoftware, Severity::kInfo, "",
      "a node class's kernel, OS, runtime, kubelet, CUDA or feature labels differ"},
 };

@@ -1,4 +1,5 @@
 #include "audit/plugin_config.h"
+#include "drift/catalog.h"
 #include "drift/differ.h"
 
 namespace tocsin::drift {
@@ -61,6 +62,10 @@ void Differ::AddOneSide(const char* check, Severity severity, Group group,
   Push(check, severity, subject, std::move(message), std::move(evidence));
 }
 
+std::string Differ::Label(const Side& side) const {
+  return std::string(&side == &a_ ? "A" : "B") + " (" + side.name + ")";
+}
+
 std::string Major(const std::string& version, char sep) {
   size_t p = version.find(sep);
   return p == std::string::npos ? version : version.substr(0, p);
@@ -68,9 +73,31 @@ std::string Major(const std::string& version, char sep) {
 
 }  // namespace internal
 
+namespace {
+
+// Nothing that diff compares: an empty List (a wrong context, namespace or file).
+bool NothingToCompare(const k8s::Snapshot& s) {
+  return s.nodes.empty() && s.daemonsets.empty() && s.configmaps.empty() && s.networks.empty() &&
+         s.sriov_policies.empty() && s.nic_policies.empty() && s.workloads.empty();
+}
+
+}  // namespace
+
 DiffResult Diff(const Side& a, const Side& b, const Options& options) {
   DiffResult out;
   Differ d(a, b, out);
+  // An empty side is not compared against: everything on the other would be "missing" there.
+  bool empty = false;
+  for (const Side* s : {&a, &b}) {
+    if (!NothingToCompare(*s->snapshot)) continue;
+    empty = true;
+    d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kNodes, "side " + d.Label(*s),
+                 "side " + d.Label(*s) +
+                     " holds none of the objects diff compares (a wrong context, namespace or "
+                     "file?): the two sides were not compared",
+                 *s, nlohmann::json::object());
+  }
+  if (empty) return out;
   audit::Options a_options = audit::WithPluginConfig(*a.snapshot, options.audit);
   audit::Options b_options = audit::WithPluginConfig(*b.snapshot, options.audit);
   internal::CompareNodes(d, options, a_options, b_options);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "drift/catalog.h"
 #include "drift/drift.h"
@@ -180,13 +181,32 @@ TEST(DiffTest, ObjectsOnOneSideOnly) {
   EXPECT_EQ(Ids(r), want);
 }
 
-TEST(DiffTest, EmptySideSaysSo) {
+TEST(DiffTest, AnEmptySideIsNotComparedAgainst) {
   k8s::Snapshot a = Cluster(2, "a");
-  k8s::Snapshot b;
+  a.sriov_policies.push_back({});
+  a.sriov_policies.back().resource_name = "ib_vfs";
+  k8s::Snapshot b;       // {"kind":"List","items":[]}: a wrong context or namespace
+  b.pods.push_back({});  // pods are not compared
   DiffResult r = DiffOf(a, b);
-  std::vector<std::string> ids = Ids(r);
-  EXPECT_NE(std::find(ids.begin(), ids.end(), "drift.input.empty nodes of prod"), ids.end());
-  EXPECT_NE(std::find(ids.begin(), ids.end(), "drift.input.empty daemonsets of prod"), ids.end());
+  ASSERT_EQ(Ids(r), std::vector<std::string>{"drift.input.empty side B (prod)"});
+  EXPECT_EQ(r.findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(r.findings[0].evidence["side"], "prod");
+  EXPECT_TRUE(r.items.empty());
+  // The same empty file on both sides: one finding per side, each naming it.
+  r = Diff({"empty.json", "empty.json", &b}, {"empty.json", "empty.json", &b}, {});
+  EXPECT_EQ(Ids(r), (std::vector<std::string>{"drift.input.empty side A (empty.json)",
+                                              "drift.input.empty side B (empty.json)"}));
+}
+
+TEST(DiffTest, ASideWithoutNodesOrDaemonSetsSaysSoAndComparesTheRest) {
+  k8s::Snapshot a = Cluster(2, "a");
+  k8s::Snapshot b = Cluster(2, "b");
+  b.nodes.clear();
+  b.daemonsets.clear();  // its ConfigMap is there, its pools unknown without the plugin
+  b.configmaps.clear();
+  DiffResult r = DiffOf(a, b);
+  EXPECT_EQ(Ids(r), (std::vector<std::string>{"drift.input.empty daemonsets of B (prod)",
+                                              "drift.input.empty nodes of B (prod)"}));
 }
 
 TEST(DiffTest, ClassLabelsAndFacts) {
@@ -204,7 +224,133 @@ TEST(DiffTest, ClassLabelsAndFacts) {
   EXPECT_EQ(facts.at("mofed driver"), "24.10-0.7.0");
   EXPECT_EQ(facts.count("rdma nvidia.com/gpu"), 0u);
   n.annotations[k8s::kFabricFactsAnnotation] = "{garbage";
-  EXPECT_EQ(NodeFacts(n, audit::Options{}).at("fabric facts"), "(unreadable)");
+  auto unreadable = NodeFacts(n, audit::Options{});
+  EXPECT_EQ(unreadable.count("hca firmware"), 0u);
+  EXPECT_EQ(unreadable.count("fabric facts"), 0u);  // not a fact: drift.node.fabric says so
+}
+
+// One HCA's facts on every node of b.
+void SetFabric(k8s::Snapshot& s, const std::string& driver, const k8s::HcaFacts& hca,
+               size_t count = 1) {
+  k8s::FabricFacts f;
+  f.driver = driver;
+  for (size_t i = 0; i < count; ++i) {
+    f.hcas.push_back(hca);
+    f.hcas.back().name = "mlx5_" + std::to_string(i);
+  }
+  for (auto& n : s.nodes) n.annotations[k8s::kFabricFactsAnnotation] = k8s::EncodeFabricFacts(f);
+}
+
+std::map<std::string, Severity> Severities(const DiffResult& r) {
+  std::map<std::string, Severity> got;
+  for (const auto& f : r.findings) got[f.check + " " + f.subject] = f.severity;
+  return got;
+}
+
+TEST(DiffTest, NodeFabricFactsSeverities) {
+  const std::string cls = "class p5.48xlarge/NVIDIA-H100-80GB-HBM3: ";
+  const k8s::HcaFacts base{"mlx5_0", "28.39.1002", "MT_0000000838", "InfiniBand", "400", "4096"};
+  struct Case {
+    std::string driver;
+    k8s::HcaFacts hca;
+    size_t count;
+    std::map<std::string, Severity> want;
+  };
+  auto with = [&](auto field, const char* v) {
+    k8s::HcaFacts h = base;
+    h.*field = v;
+    return h;
+  };
+  std::vector<Case> cases = {
+      {"24.10-0.7.0",
+       with(&k8s::HcaFacts::link_layer, "Ethernet"),
+       1,
+       {{"drift.node.fabric " + cls + "hca link layer", Severity::kError}}},
+      {"24.10-0.7.0",
+       with(&k8s::HcaFacts::firmware, "28.40.1000"),
+       1,
+       {{"drift.node.firmware " + cls + "hca firmware", Severity::kWarning}}},
+      {"24.10-0.7.0",
+       with(&k8s::HcaFacts::board_id, "MT_0000000970"),
+       1,
+       {{"drift.node.fabric " + cls + "hca board", Severity::kWarning}}},
+      {"24.10-0.7.0",
+       with(&k8s::HcaFacts::rate, "200"),
+       1,
+       {{"drift.node.fabric " + cls + "hca rate", Severity::kWarning}}},
+      {"24.10-0.7.0",
+       with(&k8s::HcaFacts::mtu, "2048"),
+       1,
+       {{"drift.node.fabric " + cls + "hca mtu", Severity::kWarning}}},
+      {"24.10-0.7.0", base, 2, {{"drift.node.fabric " + cls + "hca count", Severity::kWarning}}},
+      {"25.01-0.6.0", base, 1, {{"drift.node.driver " + cls + "mofed driver", Severity::kWarning}}},
+      {"24.10-1.1.4", base, 1, {{"drift.node.driver " + cls + "mofed driver", Severity::kInfo}}},
+  };
+  for (const auto& c : cases) {
+    k8s::Snapshot a = Cluster(2, "a");
+    k8s::Snapshot b = Cluster(3, "b");
+    SetFabric(b, c.driver, c.hca, c.count);
+    DiffResult r = DiffOf(a, b);
+    EXPECT_EQ(Severities(r), c.want) << testing::PrintToString(Ids(r));
+    for (const auto& f : r.findings) {
+      EXPECT_NE(f.evidence["a"], f.evidence["b"]) << f.subject;
+      EXPECT_EQ(f.evidence["source_b"], "prod.json");
+    }
+  }
+}
+
+TEST(DiffTest, FabricFactsAbsentOnOneSideAreNotCompared) {
+  k8s::Snapshot a = Cluster(2, "a");
+  k8s::Snapshot b = Cluster(3, "b");
+  for (auto& n : b.nodes) n.annotations.erase(k8s::kFabricFactsAnnotation);
+  DiffResult r = DiffOf(a, b);
+  EXPECT_TRUE(r.findings.empty()) << testing::PrintToString(Ids(r));
+  r = DiffOf(b, a);
+  EXPECT_TRUE(r.findings.empty()) << testing::PrintToString(Ids(r));
+  for (const auto& it : r.items) EXPECT_FALSE(it.differs) << it.name;
+}
+
+TEST(DiffTest, NodesWithoutTheAgentAreNoOutliersOfTheirClass) {
+  k8s::Snapshot a = Cluster(4, "a");
+  a.nodes[1].annotations.erase(k8s::kFabricFactsAnnotation);  // the agent not (yet) there
+  a.nodes[2].annotations.erase(k8s::kFabricFactsAnnotation);
+  a.nodes[3].annotations.erase(k8s::kFabricFactsAnnotation);
+  k8s::Snapshot b = Cluster(3, "b");
+  SetFabric(b, "24.10-0.7.0",
+            {"mlx5_0", "28.40.1000", "MT_0000000838", "InfiniBand", "400", "4096"});
+  b.nodes[0].annotations.erase(k8s::kFabricFactsAnnotation);
+  DiffResult r = DiffOf(a, b);
+  // The majority is that of the nodes that publish facts: a3's firmware against b's.
+  std::map<std::string, Severity> want = {
+      {"drift.node.firmware class p5.48xlarge/NVIDIA-H100-80GB-HBM3: hca firmware",
+       Severity::kWarning}};
+  EXPECT_EQ(Severities(r), want);
+}
+
+TEST(DiffTest, UnreadableFabricFactsAreAWarningNamingTheNodesNotDrift) {
+  k8s::Snapshot a = Cluster(2, "a");
+  k8s::Snapshot b = Cluster(3, "b");
+  for (auto& n : b.nodes) n.annotations.erase(k8s::kFabricFactsAnnotation);
+  b.nodes[1].annotations[k8s::kFabricFactsAnnotation] = R"({"v":7})";
+  DiffResult r = DiffOf(a, b);
+  ASSERT_EQ(r.findings.size(), 1u) << testing::PrintToString(Ids(r));
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.check, kNodeFabric);
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(f.subject, "class p5.48xlarge/NVIDIA-H100-80GB-HBM3: fabric facts");
+  EXPECT_EQ(f.evidence["side"], "prod");
+  EXPECT_EQ(f.evidence["nodes"][0]["node"], "b1");
+  EXPECT_NE(f.message.find("cannot be read"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("b1"), std::string::npos) << f.message;
+  // Beside nodes that publish readable facts: the same warning, and the others still compared.
+  for (auto& n : b.nodes) {
+    n.annotations[k8s::kFabricFactsAnnotation] =
+        a.nodes[0].annotations[k8s::kFabricFactsAnnotation];
+  }
+  b.nodes[2].annotations[k8s::kFabricFactsAnnotation] = "{garbage";
+  r = DiffOf(a, b);
+  EXPECT_EQ(Ids(r), std::vector<std::string>{
+                        "drift.node.fabric class p5.48xlarge/NVIDIA-H100-80GB-HBM3: fabric facts"});
 }
 
 }  // namespace

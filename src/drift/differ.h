@@ -28,6 +28,8 @@ class Differ {
   void AddOneSide(const char* check, Severity severity, Group group, const std::string& subject,
                   std::string message, const Side& side, nlohmann::json extra);
 
+  // "A (staging.json)": a side named by its letter too (both sides may have one name).
+  std::string Label(const Side& side) const;
   // The name of the side that lacks something: a when `a_lacks`, else b.
   const std::string& Lacking(bool a_lacks) const { return a_lacks ? a_.name : b_.name; }
 

@@ -52,7 +52,10 @@ struct DiffResult {
 // sources), plus what the check adds (outliers, counts).
 DiffResult Diff(const Side& a, const Side& b, const Options& options);
 
-// The node facts compared (facts.cc), by name; exposed for tests and the inventory.
+// The node facts compared (facts.cc), by name; exposed for tests and the inventory. The HCA and
+// MOFED facts come from the agent's annotation: a node without one (no agent), or whose one
+// cannot be read, has none, and they are compared between the nodes and classes that have them
+// only (an unreadable annotation is a drift.node.fabric warning naming the node).
 k8s::StringMap NodeFacts(const k8s::Node& node, const audit::Options& side_options);
 // A node's class under `options` ("(no class label)" when it has none of the labels).
 std::string NodeClass(const k8s::Node& node, const Options& options);

@@ -71,9 +71,24 @@ Kind KindOf(const std::string& fact) {
   if (fact == "mofed driver") return Kind::kMofed;
   if (fact == "hca firmware") return Kind::kFirmware;
   if (fact == "hca link layer") return Kind::kLinkLayer;
-  if (fact.starts_with("hca ") || fact == "fabric facts") return Kind::kFabric;
+  if (fact.starts_with("hca ")) return Kind::kFabric;
   return Kind::kSoftware;
 }
+
+// The facts of the agent's annotation: compared only between nodes that publish them.
+bool IsFabricFact(const std::string& fact) {
+  return fact == "mofed driver" || fact.starts_with("hca ");
+}
+
+// A node's facts and the state of its annotation: none (no agent, so no fabric facts), readable,
+// or unreadable (why: then it has no fabric facts either, and drift.node.fabric says so).
+struct NodeFactsOf {
+  k8s::StringMap facts;
+  bool fabric = false;     // a readable annotation
+  std::string unreadable;  // why the annotation cannot be read
+};
+
+NodeFactsOf CollectFacts(const k8s::Node& node, const audit::Options& side_options);
 
 struct FactCount {
   std::unordered_map<std::string, std::vector<const k8s::Node*>> by_value;
@@ -82,7 +97,32 @@ struct FactCount {
 struct ClassFacts {
   std::vector<const k8s::Node*> nodes;
   std::map<std::string, std::string> majority;  // fact -> majority value
+  bool fabric = false;                          // some node publishes readable fabric facts
 };
+
+// The nodes of a class whose annotation cannot be read: one warning per class and side.
+void ReportUnreadable(internal::Differ& d, const Side& side, const std::string& cls,
+                      const ClassFacts& cf, const std::vector<NodeFactsOf>& per_node) {
+  nlohmann::json nodes = nlohmann::json::array();
+  std::vector<std::string> names;
+  size_t count = 0;
+  for (size_t i = 0; i < per_node.size(); ++i) {
+    if (per_node[i].unreadable.empty()) continue;
+    ++count;
+    if (nodes.size() < kMaxOutliersListed) {
+      nodes.push_back({{"node", cf.nodes[i]->name}, {"error", per_node[i].unreadable}});
+      names.push_back(cf.nodes[i]->name);
+    }
+  }
+  if (count == 0) return;
+  if (count > names.size()) names.push_back("...");
+  d.AddOneSide(kNodeFabric, Severity::kWarning, Group::kNodes, "class " + cls + ": fabric facts",
+               "in " + side.name + ", " + std::to_string(count) + " of " +
+                   std::to_string(cf.nodes.size()) + " nodes of class " + cls + " (" +
+                   Join(names, ", ") + ") have a " + k8s::kFabricFactsAnnotation +
+                   " annotation that cannot be read: their HCA facts were not compared",
+               side, {{"nodes", nodes}, {"unreadable_count", count}});
+}
 
 // The most common value; a tie goes to the smallest value (deterministic).
 std::string MajorityOf(const FactCount& c) {
@@ -101,23 +141,28 @@ std::map<std::string, ClassFacts> Classify(internal::Differ& d, const Side& side
                                            const Options& options,
                                            const audit::Options& side_options) {
   std::map<std::string, ClassFacts> classes;
-  std::map<std::string, std::vector<k8s::StringMap>> facts;
+  std::map<std::string, std::vector<NodeFactsOf>> facts;
   for (const auto& n : side.snapshot->nodes) {
     std::string cls = NodeClass(n, options);
     classes[cls].nodes.push_back(&n);
-    facts[cls].push_back(NodeFacts(n, side_options));
+    facts[cls].push_back(CollectFacts(n, side_options));
   }
   for (auto& [cls, cf] : classes) {
     const auto& per_node = facts[cls];
+    ReportUnreadable(d, side, cls, cf, per_node);
     std::set<std::string> names;
     for (const auto& f : per_node) {
-      for (const auto& [k, v] : f) names.insert(k);
+      cf.fabric = cf.fabric || f.fabric;
+      for (const auto& [k, v] : f.facts) names.insert(k);
     }
     for (const auto& fact : names) {
+      // A node without readable fabric facts has no value for them, not "(absent)".
+      bool fabric = IsFabricFact(fact);
       FactCount count;
       for (size_t i = 0; i < per_node.size(); ++i) {
-        auto it = per_node[i].find(fact);
-        count.by_value[it == per_node[i].end() ? kAbsent : it->second].push_back(cf.nodes[i]);
+        if (fabric && !per_node[i].fabric) continue;
+        auto it = per_node[i].facts.find(fact);
+        count.by_value[it == per_node[i].facts.end() ? kAbsent : it->second].push_back(cf.nodes[i]);
       }
       std::string majority = MajorityOf(count);
       cf.majority[fact] = majority;
@@ -224,7 +269,14 @@ std::string NodeClass(const k8s::Node& node, const Options& options) {
 }
 
 k8s::StringMap NodeFacts(const k8s::Node& node, const audit::Options& side_options) {
-  k8s::StringMap f;
+  return CollectFacts(node, side_options).facts;
+}
+
+namespace {
+
+NodeFactsOf CollectFacts(const k8s::Node& node, const audit::Options& side_options) {
+  NodeFactsOf out;
+  k8s::StringMap& f = out.facts;
   for (const auto& [key, name] : kNodeInfo) {
     auto it = node.node_info.find(key);
     if (it != node.node_info.end() && !it->second.empty()) f[name] = it->second;
@@ -244,8 +296,9 @@ k8s::StringMap NodeFacts(const k8s::Node& node, const audit::Options& side_optio
   if (ann != node.annotations.end()) {
     auto facts = k8s::DecodeFabricFacts(ann->second);
     if (!facts.ok()) {
-      f["fabric facts"] = "(unreadable)";
+      out.unreadable = facts.status().message();
     } else {
+      out.fabric = true;
       if (!facts->driver.empty()) f["mofed driver"] = facts->driver;
       if (!facts->hcas.empty()) {
         f["hca firmware"] = HcaSet(*facts, &k8s::HcaFacts::firmware);
@@ -257,8 +310,10 @@ k8s::StringMap NodeFacts(const k8s::Node& node, const audit::Options& side_optio
       }
     }
   }
-  return f;
+  return out;
 }
+
+}  // namespace
 
 namespace internal {
 
@@ -266,8 +321,8 @@ void CompareNodes(Differ& d, const Options& options, const audit::Options& a_opt
                   const audit::Options& b_options) {
   for (const Side* s : {&d.a(), &d.b()}) {
     if (s->snapshot->nodes.empty()) {
-      d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kNodes, "nodes of " + s->name,
-                   s->name + " has no Node objects: node classes were not compared", *s,
+      d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kNodes, "nodes of " + d.Label(*s),
+                   d.Label(*s) + " has no Node objects: node classes were not compared", *s,
                    nlohmann::json::object());
     }
   }
@@ -289,6 +344,8 @@ void CompareNodes(Differ& d, const Options& options, const audit::Options& a_opt
     }
     EachKey(ca->majority, cb->majority,
             [&](const std::string& fact, const std::string* fa, const std::string* fb) {
+              // Fabric facts only where both sides' nodes of the class publish them.
+              if (IsFabricFact(fact) && !(ca->fabric && cb->fabric)) return;
               CompareFact(d, cls, fact, fa ? *fa : kAbsent, fb ? *fb : kAbsent);
             });
   });

@@ -137,11 +137,14 @@ void ComparePlugins(Differ& d, const audit::Options& a_options, const audit::Opt
   for (const Side* s : {&d.a(), &d.b()}) {
     if (s->snapshot->daemonsets.empty()) {
       d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kDevicePlugin,
-                   "daemonsets of " + s->name,
-                   s->name + " has no DaemonSet objects: device plugins were not compared", *s,
-                   nlohmann::json::object());
+                   "daemonsets of " + d.Label(*s),
+                   d.Label(*s) +
+                       " has no DaemonSet objects: device plugins and their pools were not "
+                       "compared",
+                   *s, nlohmann::json::object());
     }
   }
+  // The pools come from the plugins' ConfigMaps: without a side's DaemonSets, unknown.
   if (!d.a().snapshot->daemonsets.empty() && !d.b().snapshot->daemonsets.empty()) {
     EachKey(Plugins(d.a(), a_options), Plugins(d.b(), b_options),
             [&](const std::string& role, const std::string* pa, const std::string* pb) {
@@ -162,8 +165,8 @@ void ComparePlugins(Differ& d, const audit::Options& a_options, const audit::Opt
                     va, vb);
               }
             });
+    ComparePools(d, a_options, b_options);
   }
-  ComparePools(d, a_options, b_options);
   CompareComponents(d);
 }
 

@@ -120,21 +120,26 @@ std::string RenderJunit(const Report& report, const std::vector<Item>& items, Se
         continue;
       }
       cases += ">\n";
-      std::string out;
-      bool failed = false;
+      // One <failure> per test case (many consumers take only one): every finding at or above
+      // --fail-on in it, their ids in `type` and their messages in `message`.
+      std::vector<std::string> types, messages;
+      std::string failure, out;
       for (const Finding* f : found->second) {
         std::string line =
             std::string(SeverityName(f->severity)) + " " + f->check + ": " + f->message;
         if (f->severity >= fail_on) {
-          failed = true;
-          cases += "      <failure type=\"" + XmlEscape(f->check) + "\" message=\"" +
-                   XmlEscape(f->message) + "\">" + XmlEscape(line + "\n" + f->evidence.dump()) +
-                   "</failure>\n";
+          types.push_back(f->check);
+          messages.push_back(f->message);
+          failure += line + "\n" + f->evidence.dump() + "\n";
         } else {
           out += line + "\n";
         }
       }
-      if (failed) ++failures;
+      if (!types.empty()) {
+        ++failures;
+        cases += "      <failure type=\"" + XmlEscape(Join(types, " ")) + "\" message=\"" +
+                 XmlEscape(Join(messages, "; ")) + "\">" + XmlEscape(failure) + "</failure>\n";
+      }
       if (!out.empty()) cases += "      <system-out>" + XmlEscape(out) + "</system-out>\n";
       cases += "    </testcase>\n";
     }

@@ -41,6 +41,63 @@ TEST(RenderTest, JunitOneTestcasePerItemFailuresAtFailOn) {
             std::string::npos);
 }
 
+// The number of `<tag ` or `<tag>` elements in `xml`.
+size_t Count(const std::string& xml, const std::string& tag) {
+  size_t n = 0;
+  for (size_t p = xml.find("<" + tag); p != std::string::npos; p = xml.find("<" + tag, p + 1)) {
+    char next = xml[p + tag.size() + 1];
+    if (next == ' ' || next == '>' || next == '/') ++n;
+  }
+  return n;
+}
+
+// The value of attribute `name` of the first element `tag`.
+std::string Attribute(const std::string& xml, const std::string& tag, const std::string& name) {
+  size_t p = xml.find("<" + tag + " ");
+  size_t end = xml.find('>', p);
+  size_t a = xml.find(" " + name + "=\"", p);
+  if (p == std::string::npos || a == std::string::npos || a > end) return "";
+  a += name.size() + 3;
+  return xml.substr(a, xml.find('"', a) - a);
+}
+
+TEST(RenderTest, JunitOneFailurePerTestcaseAndCountsAgree) {
+  Report r;
+  const std::string subject = "class p5: hca firmware";
+  r.findings.push_back({"drift.class.mixed",
+                        Severity::kWarning,
+                        subject,
+                        "1 of 3 nodes differ",
+                        std::nullopt,
+                        {{"group", "nodes"}}});
+  r.findings.push_back({"drift.node.firmware",
+                        Severity::kWarning,
+                        subject,
+                        "firmware differs",
+                        std::nullopt,
+                        {{"group", "nodes"}, {"a", "1"}, {"b", "2"}}});
+  r.findings.push_back({"drift.node.software",
+                        Severity::kInfo,
+                        "class p5: kernel",
+                        "differs",
+                        std::nullopt,
+                        {{"group", "nodes"}}});
+  std::vector<Item> items = {{Group::kNodes, subject, "1", "2", true},
+                             {Group::kNodes, "class p5: kernel", "a", "b", true}};
+  std::string x = RenderJunit(r, items, Severity::kInfo);
+  EXPECT_EQ(Count(x, "failure"), 2u) << x;
+  EXPECT_EQ(Attribute(x, "testsuites", "failures"), "2") << x;
+  EXPECT_EQ(Attribute(x, "testsuites", "tests"), std::to_string(Count(x, "testcase"))) << x;
+  EXPECT_NE(x.find(R"(<failure type="drift.class.mixed drift.node.firmware" )"
+                   R"(message="1 of 3 nodes differ; firmware differs">)"),
+            std::string::npos)
+      << x;
+  x = RenderJunit(r, items, Severity::kWarning);
+  EXPECT_EQ(Count(x, "failure"), 1u) << x;
+  EXPECT_EQ(Attribute(x, "testsuites", "failures"), "1") << x;
+  EXPECT_EQ(Count(x, "system-out"), 1u) << x;
+}
+
 TEST(RenderTest, MarkdownTablesPerGroup) {
   k8s::Snapshot s;
   std::string md = RenderMarkdown(OneFinding(), {"staging", "s", &s}, {"prod", "p", &s});

@@ -11,9 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/strings.h"
 #include "k8s/decode_stream.h"
@@ -119,6 +117,7 @@ Status DecodeJson(std::string_view json, const std::string& source, Snapshot& ou
 }
 
 Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out) {
+  static const std::string kNeither = "neither JSON (it does not start with { or [) nor ";
   // YAML -> JSON through yaml-cpp and nlohmann (kubectl's YAML is plain block YAML).
   std::function<nlohmann::json(const YAML::Node&)> convert = [&](const YAML::Node& n) {
     if (n.IsMap()) {
@@ -140,9 +139,15 @@ Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& ou
   };
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
+    // Only text that does not start as JSON does ('{' or '[') is read as YAML.
+    if (!root.IsMap()) {
+      return Status::ParseError(source + ": " + kNeither +
+                                "YAML of a Kubernetes object or List (it reads as a " +
+                                (root.IsSequence() ? "list" : "plain value") + ")");
+    }
     return DecodeJson(convert(root).dump(), source, out);
   } catch (const YAML::Exception& e) {
-    return Status::ParseError(source + ": not valid YAML: " + e.what());
+    return Status::ParseError(source + ": " + kNeither + "valid YAML: " + e.what());
   }
 }
 
@@ -163,9 +168,16 @@ std::string EncodeRawList(const Snapshot& snapshot) {
 Status LoadFile(const std::string& path, Snapshot& out, size_t max_bytes) {
   simdjson::padded_string text;
   if (path == "-") {
-    std::stringstream s;
-    s << std::cin.rdbuf();
-    text = simdjson::padded_string(s.str());
+    auto read = [](char* p, size_t n) -> Result<size_t> {
+      for (;;) {
+        ssize_t r = ::read(STDIN_FILENO, p, n);
+        if (r >= 0) return static_cast<size_t>(r);
+        if (errno != EINTR) return Status::IoError(std::string("stdin: ") + std::strerror(errno));
+      }
+    };
+    TOCSIN_ASSIGN_OR_RETURN(std::string all,
+                            ReadAllCapped(read, std::min(max_bytes, kMaxWholeTextBytes), "stdin"));
+    text = simdjson::padded_string(all);
   } else {
     // Never blocks on a FIFO: only a regular file is read.
     TOCSIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
@@ -176,9 +188,8 @@ Status LoadFile(const std::string& path, Snapshot& out, size_t max_bytes) {
     struct stat st {};
     size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
     if (size > max_bytes) {
-      return Status::InvalidArgument(path + ": " + std::to_string(size) +
-                                     " bytes, more than the " + std::to_string(max_bytes) +
-                                     " allowed");
+      return Status::InvalidArgument(path + ": " + std::to_string(size) + " bytes, more than the " +
+                                     std::to_string(max_bytes) + " allowed");
     }
     size_t left = size;  // a file that grows meanwhile is read as it was
     auto read = [&](char* p, size_t n) -> Result<size_t> {
@@ -198,6 +209,11 @@ Status LoadFile(const std::string& path, Snapshot& out, size_t max_bytes) {
     // never in memory whole; anything else is read whole, straight into simdjson's padded buffer.
     TOCSIN_ASSIGN_OR_RETURN(bool streamed, DecodeListStream(read, kStreamWindow, path, out));
     if (streamed) return Status::Ok();
+    if (size > kMaxWholeTextBytes) {
+      return Status::InvalidArgument(path + ": " + std::to_string(size) +
+                                     " bytes of what is not a JSON List (read whole: at most " +
+                                     std::to_string(kMaxWholeTextBytes) + ")");
+    }
     if (::lseek(fd, 0, SEEK_SET) != 0) return Status::IoError(path + ": " + std::strerror(errno));
     left = size;
     text = simdjson::padded_string(size);

@@ -28,6 +28,16 @@ Status DecodeJson(std::string_view json, const std::string& source, Snapshot& ou
 // The same for `-o yaml` output (converted to JSON first; meant for small snapshots).
 Status DecodeYaml(std::string_view yaml, const std::string& source, Snapshot& out);
 
+// Caps on untrusted input (a clear error, never a runaway read):
+// - one List item at most kMaxListItemBytes: the API server stores an object in etcd at most
+//   ~1.5 MiB (etcd's --max-request-bytes), so 64 MiB leaves room for any hand-built file while
+//   bounding the window a streamed List grows to; the error names the item's index;
+// - a text read whole at most kMaxWholeTextBytes: stdin, and a file that is not a JSON List (a
+//   single object, YAML, a typed List whose items lack a kind). A JSON List file is streamed
+//   through a window and has no cap on its size (a 10,000-node snapshot is ~400 MB).
+inline constexpr size_t kMaxListItemBytes = size_t{64} << 20;
+inline constexpr size_t kMaxWholeTextBytes = size_t{1} << 30;
+
 // Reads FILE (or "-" for stdin) and decodes it as JSON, or as YAML when it does not start with
 // '{' or '['. A file larger than `max_bytes` is refused unread (the controller's baseline).
 Status LoadFile(const std::string& path, Snapshot& out,

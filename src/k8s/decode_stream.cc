@@ -1,5 +1,6 @@
 #include "k8s/decode_stream.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -39,9 +40,9 @@ std::string Where(const std::string& source, size_t index) {
 // DecodeListItem; with `no_own_kind` (the List's kind is not known yet), nothing is decoded and
 // *no_own_kind is set when the item does not name its own kind (or fails before it is known:
 // the whole-text path says how).
-Status DecodeItem(od::parser& parser, const char* data, size_t begin, size_t end,
-                  size_t allocated, size_t index, const std::string& item_kind,
-                  bool* no_own_kind, const std::string& source, Snapshot& out) {
+Status DecodeItem(od::parser& parser, const char* data, size_t begin, size_t end, size_t allocated,
+                  size_t index, const std::string& item_kind, bool* no_own_kind,
+                  const std::string& source, Snapshot& out) {
   std::string_view item(data + begin, end - begin);
   od::document doc;
   od::object obj;
@@ -72,14 +73,41 @@ std::string ItemKind(const std::string& list_kind) {
                                                       : list_kind.substr(0, list_kind.size() - 4);
 }
 
+Status ItemTooLarge(const std::string& source, size_t index, size_t max_item) {
+  return Status::ParseError(Where(source, index) + ": an item of more than " +
+                            std::to_string(max_item) +
+                            " bytes (a Kubernetes object is at most ~1.5 MiB): not a snapshot");
+}
+
+Result<std::string> ReadAllCapped(const ReadFn& read, size_t max, const std::string& source) {
+  std::string text;
+  constexpr size_t kChunk = size_t{1} << 20;
+  auto chunk = std::make_unique<char[]>(kChunk);
+  for (;;) {
+    TOCSIN_ASSIGN_OR_RETURN(size_t got, read(chunk.get(), kChunk));
+    if (got == 0) return text;
+    if (got > max - text.size()) {
+      return Status::InvalidArgument(source + ": more than " + std::to_string(max) +
+                                     " bytes, the most that is read whole (a JSON List in a "
+                                     "file has no such cap)");
+    }
+    // Doubling, but never past the cap: at most `max` bytes are ever held.
+    if (text.capacity() - text.size() < got) {
+      text.reserve(std::min(max, std::max(2 * text.capacity(), text.size() + got)));
+    }
+    text.append(chunk.get(), got);
+  }
+}
+
 Status DecodeListItem(od::parser& parser, const char* data, size_t begin, size_t end,
                       size_t allocated, size_t index, const std::string& item_kind,
                       const std::string& source, Snapshot& out) {
+  if (end - begin > kMaxListItemBytes) return ItemTooLarge(source, index, kMaxListItemBytes);
   return DecodeItem(parser, data, begin, end, allocated, index, item_kind, nullptr, source, out);
 }
 
 Result<bool> DecodeListStream(const ReadFn& read, size_t window, const std::string& source,
-                              Snapshot& out) {
+                              Snapshot& out, size_t max_item) {
   size_t capacity = window < 64 ? 64 : window;
   auto allocate = [](size_t n) {
     return std::unique_ptr<char[]>(new char[n + simdjson::SIMDJSON_PADDING]());
@@ -110,7 +138,7 @@ Result<bool> DecodeListStream(const ReadFn& read, size_t window, const std::stri
 
   ListScanner scanner;
   od::parser parser;
-  Status item_error;                    // the first item that failed, reported unless the scan fails
+  Status item_error;  // the first item that failed, reported unless the scan fails
   std::optional<std::string> list_kind;  // the List kind items were decoded with, once one was
   for (;;) {
     Result<ListScanner::Step> step = scanner.Next(std::string_view(buf.get(), len), eof);
@@ -123,6 +151,13 @@ Result<bool> DecodeListStream(const ReadFn& read, size_t window, const std::stri
       // Drop what is done; a window more than half full of an unfinished item doubles.
       size_t keep = scanner.keep_from();
       size_t kept = len - keep;
+      if (kept > max_item) {
+        // An item (or a List's own value) past the cap: never a window grown without bound.
+        if (scanner.in_item()) return ItemTooLarge(source, scanner.items(), max_item);
+        undo();
+        return Status::ParseError(source + ": a value of more than " + std::to_string(max_item) +
+                                  " bytes outside the items");
+      }
       if (kept > capacity / 2) {
         std::unique_ptr<char[]> bigger = allocate(capacity * 2);
         std::memcpy(bigger.get(), buf.get() + keep, kept);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "k8s/decode.h"
 #include "k8s/objects.h"
 
 namespace tocsin::k8s::internal {
@@ -23,8 +24,15 @@ using ReadFn = std::function<Result<size_t>(char* p, size_t n)>;
 // DecodeJson on the whole text. False, with `out` as it was, when the text must be decoded
 // whole instead (what was read is then lost: read it again): it does not start with '{', it is
 // not a List, or a typed List names its kind only after items that lack one.
+// An item larger than `max_item` bytes is an error naming its index.
 Result<bool> DecodeListStream(const ReadFn& read, size_t window, const std::string& source,
-                              Snapshot& out);
+                              Snapshot& out, size_t max_item = kMaxListItemBytes);
+
+// "SOURCE: items[I]: an item of more than N bytes ...": the one error for an item over the cap.
+Status ItemTooLarge(const std::string& source, size_t index, size_t max_item);
+
+// Reads `read` to its end, refusing more than `max` bytes (stdin, read whole).
+Result<std::string> ReadAllCapped(const ReadFn& read, size_t max, const std::string& source);
 
 // The item kind of a List kind ("PodList": "Pod"; "List": none); whether it is a List kind.
 bool IsListKind(const std::string& kind);

@@ -188,5 +188,68 @@ TEST(DecodeStreamTest, RandomDifferential) {
   }
 }
 
+// A read of `total` bytes of `fill`, `chunk` at most at a time (/dev/zero, a huge item).
+ReadFn Endless(size_t total, char fill, size_t* served) {
+  return [=](char* p, size_t n) -> Result<size_t> {
+    n = std::min(n, total - *served);
+    std::fill_n(p, n, fill);
+    *served += n;
+    return n;
+  };
+}
+
+TEST(DecodeStreamTest, AnItemOverTheCapIsAnErrorNamingItsIndexNotAGrowingWindow) {
+  std::string head = R"({"kind":"List","items":[)" + Pod(0) + R"(,{"metadata":{"name":")";
+  size_t at = 0, served = 0;
+  size_t max_item = 4096;
+  ReadFn body = Endless(size_t{1} << 30, 'x', &served);
+  ReadFn read = [&](char* p, size_t n) -> Result<size_t> {
+    if (at < head.size()) {
+      n = std::min(n, head.size() - at);
+      std::copy_n(head.data() + at, n, p);
+      at += n;
+      return n;
+    }
+    return body(p, n);
+  };
+  Snapshot out;
+  Result<bool> r = DecodeListStream(read, 256, "big.json", out, max_item);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "big.json: items[1]: an item of more than 4096 bytes (a Kubernetes object is at most "
+            "~1.5 MiB): not a snapshot");
+  EXPECT_LT(served, 4 * max_item);  // stopped at the cap, not at the end of the input
+  // A List's own value past the cap (a huge continue token) is refused too.
+  std::string meta = R"({"kind":"List","metadata":{"continue":")" + std::string(5000, 'c');
+  Snapshot none;
+  at = 0;
+  head = meta;
+  served = 0;
+  r = DecodeListStream(read, 256, "meta.json", none, max_item);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("outside the items"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(DecodeStreamTest, WholeTextAndItemCapsOfTheWholeTextPath) {
+  size_t served = 0;
+  Result<std::string> r = ReadAllCapped(Endless(size_t{1} << 40, '\0', &served), 3 << 20, "stdin");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stdin: more than 3145728 bytes"), std::string::npos)
+      << r.status().message();
+  EXPECT_LE(served, size_t{5} << 20);
+  served = 0;
+  ASSERT_OK_AND_ASSIGN(std::string all, ReadAllCapped(Endless(10, 'a', &served), 10, "stdin"));
+  EXPECT_EQ(all, "aaaaaaaaaa");
+  // The whole-text path (a typed List whose items lack their kind) caps items the same way.
+  std::string item = R"({"metadata":{"name":")" + std::string(kMaxListItemBytes, 'n') + "\"}}";
+  std::string list = R"({"items":[{"metadata":{"name":"a"}},)" + item + R"(],"kind":"PodList"})";
+  Snapshot s;
+  Status st = DecodeJson(list, "pods.json", s);
+  EXPECT_NE(st.message().find("pods.json: items[1]: an item of more than 67108864 bytes"),
+            std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace tocsin::k8s::internal

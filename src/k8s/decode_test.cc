@@ -119,6 +119,13 @@ TEST(DecodeTest, ErrorsNameSourceItemAndField) {
   EXPECT_FALSE(DecodeJson("[1,2]", "arr.json", s).ok());
   EXPECT_FALSE(DecodeJson(R"({"kind":"NodeList"})", "noitems.json", s).ok());
   EXPECT_FALSE(DecodeYaml("kind: [unclosed", "bad.yaml", s).ok());
+  // A file that is not JSON is read as YAML: an error says it is neither.
+  for (const char* garbage : {"kind: [unclosed", "%% not: [json", "hello world", "- a\n- b\n"}) {
+    Status yaml = DecodeYaml(garbage, "x.json", s);
+    EXPECT_EQ(yaml.message().rfind("x.json: neither JSON (it does not start with { or [) nor ", 0),
+              0u)
+        << yaml.message();
+  }
 }
 
 TEST(DecodeTest, ListPageMetadata) {

@@ -47,6 +47,8 @@ class ListScanner {
   size_t items() const { return items_; }
   // The first byte still needed (an item under way, or the token the scan stopped at).
   size_t keep_from() const;
+  // Whether the bytes from keep_from() are an item under way (else a token of the List's own).
+  bool in_item() const { return in_items_ && depth_ >= 3; }
   // The caller dropped the first `n` bytes of its buffer (n <= keep_from()).
   void Discard(size_t n);
   // Kind, continue token, resourceVersion and has_items so far (items stays empty).

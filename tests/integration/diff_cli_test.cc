@@ -184,6 +184,107 @@ TEST(DiffCliTest, UsageAndInputErrors) {
   EXPECT_NE(r.err.find("trunc.json"), std::string::npos) << r.err;
 }
 
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+std::string WriteJson(const ScopedTempDir& dir, const std::string& name, const json& doc) {
+  std::string path = dir.path() + "/" + name;
+  std::ofstream(path) << doc.dump();
+  return path;
+}
+
+// README: nodes without the agent's tocsin.io/fabric annotation are compared without those
+// facts; an unreadable one is a drift.node.fabric warning naming the node, not drift.
+TEST(DiffCliTest, NodesWithoutFabricFactsAreComparedWithoutThem) {
+  ScopedTempDir dir("diff");
+  json doc = ReadJson(kDrift + "staging.json");
+  for (auto& item : doc["items"]) {
+    if (item["kind"] == "Node") item["metadata"]["annotations"].erase("tocsin.io/fabric");
+  }
+  std::string bare = WriteJson(dir, "bare.json", doc);
+  for (auto [a, b] : {std::pair{kDrift + "staging.json", bare}, {bare, kDrift + "staging.json"}}) {
+    JsonRun r = RunTocsinJson({"diff", "-o", "json", "--fail-on", "info", a, b});
+    EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(2);
+    EXPECT_TRUE(r.report["findings"].empty());
+  }
+  std::string node;
+  for (auto& item : doc["items"]) {
+    if (item["kind"] != "Node" || !item["metadata"].contains("labels") ||
+        !item["metadata"]["labels"].contains("nvidia.com/gpu.product")) {
+      continue;
+    }
+    item["metadata"]["annotations"]["tocsin.io/fabric"] = "{not json";
+    node = item["metadata"]["name"];
+    break;
+  }
+  ASSERT_FALSE(node.empty());
+  JsonRun r = RunTocsinJson({"diff", "-o", "json", "--fail-on", "info", kDrift + "staging.json",
+                             WriteJson(dir, "one-unreadable.json", doc)});
+  ASSERT_EQ(r.report["findings"].size(), 1u) << r.report["findings"].dump(2);
+  const json& f = r.report["findings"][0];
+  EXPECT_EQ(f["check"], "drift.node.fabric");
+  EXPECT_EQ(f["severity"], "warning");
+  EXPECT_EQ(f["evidence"]["nodes"][0]["node"], node);
+  EXPECT_EQ(r.exit_code, 1);  // --fail-on info
+}
+
+// An empty List (a wrong context or namespace): not compared against, the side named.
+TEST(DiffCliTest, AnEmptySideIsOnlyDriftInputEmpty) {
+  ScopedTempDir dir("diff");
+  std::string empty = WriteJson(dir, "empty.json", {{"kind", "List"}, {"items", json::array()}});
+  JsonRun r = RunTocsinJson({"diff", "-o", "json", kDrift + "staging.json", empty});
+  EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(2);  // a warning: below --fail-on
+  std::map<std::string, std::string> want = {
+      {"drift.input.empty | side B (" + empty + ")", "warning"}};
+  EXPECT_EQ(Found(r.report), want);
+  r = RunTocsinJson({"diff", "-o", "json", empty, empty});
+  want = {{"drift.input.empty | side A (" + empty + ")", "warning"},
+          {"drift.input.empty | side B (" + empty + ")", "warning"}};
+  EXPECT_EQ(Found(r.report), want);
+}
+
+// One <failure> per test case, and the counts say so (a class's firmware has two findings).
+TEST(DiffCliTest, JunitFailuresCountTheFailureElements) {
+  RunResult junit =
+      DiffText({"-o", "junit", "--fail-on", "info", kDrift + "staging.json", kDrift + "prod.json"});
+  EXPECT_EQ(junit.exit_code, 1);
+  size_t elements = 0;
+  for (size_t p = junit.out.find("<failure "); p != std::string::npos;
+       p = junit.out.find("<failure ", p + 1)) {
+    ++elements;
+  }
+  size_t at = junit.out.find("<testsuites ");
+  size_t f = junit.out.find(" failures=\"", at) + 11;
+  EXPECT_EQ(junit.out.substr(f, junit.out.find('"', f) - f), std::to_string(elements)) << junit.out;
+  EXPECT_GT(elements, 10u);
+  EXPECT_NE(junit.out.find("<failure type=\"drift.class.mixed drift.node.firmware\""),
+            std::string::npos)
+      << junit.out;
+}
+
+TEST(DiffCliTest, BadInputIsAClearErrorInBoundedTime) {
+  ScopedTempDir dir("diff");
+  // Endless stdin: refused at the cap (exit 2), not read forever.
+  RunResult r = RunBinary(TOCSIN_BINARY, {"diff", kDrift + "staging.json", "-"}, {}, "/dev/zero");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("stdin: more than 1073741824 bytes"), std::string::npos) << r.err;
+  r = RunBinary(TOCSIN_BINARY, {"diff", "-", "-"}, {}, kDrift + "staging.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("stdin (-) can be one side only"), std::string::npos) << r.err;
+  std::ofstream(dir.path() + "/garbage.json") << "%% not: [json\n";
+  r = DiffText({kDrift + "staging.json", dir.path() + "/garbage.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("neither JSON"), std::string::npos) << r.err;
+  std::ofstream(dir.path() + "/accept.yaml")
+      << "- match: drift.node.*\n  subject: class x\n  reason: r\n  expires: 2099-01-01\n";
+  r = DiffText(
+      {kDrift + "staging.json", kDrift + "prod.json", "--accept", dir.path() + "/accept.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("entry 1: unknown key \"subject\""), std::string::npos) << r.err;
+}
+
 // `tocsin snapshot --from` merges kubectl outputs into one file that diff and audit read back.
 TEST(DiffCliTest, SnapshotMergesFilesIntoOneThatReadsBack) {
   ScopedTempDir dir("diff");

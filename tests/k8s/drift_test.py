@@ -127,6 +127,8 @@ class DriftTest(ClusterTestCase):
             c.kubectl("delete", "crd", NAD_CRD, "--wait=false", check=False)
             c.kubectl("delete", "-f", os.path.join(SOURCE, "deploy", "components", "drift", "drift-rbac.yaml"),
                       "--ignore-not-found", check=False)
+            c.kubectl("delete", "-f", os.path.join(SOURCE, "deploy", "rbac", "audit.yaml"),
+                      "--ignore-not-found", check=False)
         shutil.rmtree(getattr(cls, "tmp", ""), ignore_errors=True)
 
     def diff(self, *extra):
@@ -152,6 +154,61 @@ class DriftTest(ClusterTestCase):
                        "--namespace-a", PROD, "--namespace-b", PROD, "-o", "json")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(json.loads(r.stdout)["findings"], [])
+
+    def test_the_tocsin_diff_role_alone_reads_what_diff_and_snapshot_need_and_no_more(self):
+        """deploy/rbac/audit.yaml's tocsin-diff ClusterRole, bound to its ServiceAccount alone:
+        `tocsin snapshot --no-pods` and `tocsin diff ctx:...` work as under the admin (the README's
+        commands for that role), and neither pods nor any write are allowed."""
+        c = self.cluster
+        c.kubectl("create", "namespace", "tocsin", check=False)
+        c.kubectl("apply", "-f", os.path.join(SOURCE, "deploy", "rbac", "audit.yaml"))
+        token = c.service_account_token("tocsin", "tocsin-diff")
+        kubeconfig = c.token_kubeconfig(os.path.join(self.tmp, "tocsin-diff.kubeconfig"), token)
+        # Only the role: the ServiceAccount is bound to nothing else.
+        bindings = c.get("clusterrolebindings")["items"] + c.get("rolebindings", "-A")["items"]
+        bound = {b["roleRef"]["name"] for b in bindings
+                 if any(s.get("kind") == "ServiceAccount" and s.get("name") == "tocsin-diff"
+                        and s.get("namespace") == "tocsin" for s in b.get("subjects") or [])}
+        self.assertEqual(bound, {"tocsin-diff"})
+
+        out = os.path.join(self.tmp, "sa-snapshot.json")
+        r = run_tocsin("snapshot", "--kubeconfig", kubeconfig, "--no-pods", "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            kinds = {item.get("kind") for item in json.load(f)["items"]}
+        self.assertLessEqual({"Node", "DaemonSet", "ConfigMap", "NetworkAttachmentDefinition", "Job"},
+                             kinds)
+        # The same snapshot as the admin's, kind for kind (nothing it may not read is missing).
+        with open(self.baseline) as f:
+            self.assertEqual(kinds, {item.get("kind") for item in json.load(f)["items"]})
+        # Without --no-pods: pods are not in the role, and it says so (exit 2, not a partial file).
+        r = run_tocsin("snapshot", "--kubeconfig", kubeconfig, "--out", os.path.join(self.tmp, "p.json"))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("pods", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "p.json")))
+
+        r = run_tocsin("diff", "--kubeconfig", kubeconfig, "ctx:", "ctx:", "--class-label", HOST,
+                       "--namespace-a", STAGING, "--namespace-b", PROD, "-o", "json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        got = {(f["check"], f["subject"]) for f in json.loads(r.stdout)["findings"]}
+        self.assertEqual(got, SEEDED)
+        # The snapshot the role wrote diffs like the live side.
+        r = run_tocsin("diff", out, "ctx:", "--kubeconfig", kubeconfig, "--class-label", HOST,
+                       "--namespace-a", STAGING, "--namespace-b", PROD, "-o", "json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual({(f["check"], f["subject"]) for f in json.loads(r.stdout)["findings"]}, SEEDED)
+
+        # Read-only: every write is forbidden.
+        for write in (("create", "configmap", "tocsin-diff-write", "-n", STAGING),
+                      ("label", "node", "--all", "tocsin-diff-write=1"),
+                      ("delete", "daemonsets", "--all", "-n", STAGING)):
+            r = c.kubectl(*write, kubeconfig=kubeconfig, check=False)
+            self.assertNotEqual(r.returncode, 0, write)
+            self.assertIn("forbidden", r.stderr.lower(), write)
+        for verb, what in (("get", "pods"), ("list", "secrets"), ("watch", "nodes"),
+                           ("create", "configmaps"), ("patch", "nodes")):
+            r = c.kubectl("auth", "can-i", verb, what, "-A", kubeconfig=kubeconfig, check=False)
+            self.assertEqual(r.stdout.strip(), "no", (verb, what))
 
     def drift_findings(self, ctl):
         return {(dict(ls)["check"], dict(ls)["subject"]): dict(ls)["severity"]
