@@ -41,11 +41,12 @@ inline float InputValue(int r, size_t i) {
 // How the allreduce's ring runs. Each reduce-scatter step is received in slices of
 // `slice_bytes`, each reduced as soon as it is in while the next one arrives (the transport
 // permitting). `rings` 2: two rings in opposite directions, each on half the data, so every
-// link carries data both ways (3 ranks or more; 2 ranks run one ring).
+// link carries data both ways (3 ranks or more; 2 ranks run one ring). Defaults tuned by
+// measurement (docs/BENCHMARKS.md).
 struct RingOptions {
-  static constexpr size_t kDefaultSlice = 1 << 20;  // tuned: docs/BENCHMARKS.md
+  static constexpr size_t kDefaultSlice = 1 << 20;
   size_t slice_bytes = kDefaultSlice;
-  int rings = 1;
+  int rings = 2;
   int RingsFor(int n) const { return rings == 2 && n > 2 ? 2 : 1; }
 };
 

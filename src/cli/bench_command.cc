@@ -68,8 +68,9 @@ int EmitAfterProgress(const ReportFlags& flags, const Report& report, bool progr
 struct NetFlags {
   ReportFlags report;
   std::vector<std::string> tests = {"allreduce"};
-  std::string min_size = "1K", max_size = "64M", slice = "1M";
-  int factor = 2, rings = 1;
+  std::string min_size = "1K", max_size = "64M";
+  std::string slice = std::to_string(bench::RingOptions::kDefaultSlice);
+  int factor = 2, rings = bench::RingOptions().rings;
   int warmup = 5, iters = 20, check = 1;
   RankFlags ranks;
   std::string transport = "tcp", provider, require, bind;
@@ -264,8 +265,8 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
                   "the next arriving while one is reduced")
       ->capture_default_str();
   net->add_option("--rings", f->rings,
-                  "allreduce: 2 runs two rings in opposite directions, each on half the data "
-                  "(3 ranks or more)")
+                  "allreduce: 2 runs two rings in opposite directions, each on half the data, "
+                  "with 3 ranks or more; 1: one ring")
       ->capture_default_str();
   f->ranks.AddTo(net);
   net->add_option("--transport", f->transport, "tcp (sockets) or fabric (libfabric)")
