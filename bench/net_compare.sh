@@ -201,8 +201,10 @@ allreduce_tocsin() {  # binary ranks [flags...]: one rank per namespace
   local args=(bench net -t allreduce -b 64M -e 64M -n 10 -w 3 -c 1 -o json --world-size "$n"
               --coordinator "$(rank_ip 0):$port" "$@")
   export TOCSIN_BENCH_TOKEN=b
-  for i in $(seq 1 $((n - 1))); do inR "$i" "$bin" "${args[@]}" --rank "$i" > /dev/null & done
-  inR 0 "$bin" "${args[@]}" --rank 0 > "$DIR/ar.json" || true
+  for i in $(seq 1 $((n - 1))); do
+    inR "$i" timeout 300 "$bin" "${args[@]}" --rank "$i" > /dev/null &
+  done
+  inR 0 timeout 300 "$bin" "${args[@]}" --rank 0 > "$DIR/ar.json" || true
   wait
   /usr/bin/python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["inventory"]["tests"]["allreduce"]; r=t["rows"][0]
 assert r["wrong"] == 0, "tocsin allreduce: wrong elements"
@@ -211,15 +213,15 @@ print(r["busbw_gbps"], r.get("cpu_s_per_gb", 0))' "$DIR/ar.json"
 allreduce_gloo() {  # ranks
   local n=$1 port=$((29990 + RANDOM % 90))
   for i in $(seq 1 $((n - 1))); do
-    inR "$i" env GLOO_SOCKET_IFNAME="${NS}v$i" /usr/bin/python3 "$DIR/gloo_allreduce.py" "$i" "$n" \
-      "$(rank_ip 0):$port" $BYTES 10 > /dev/null 2>&1 &
+    inR "$i" env GLOO_SOCKET_IFNAME="${NS}v$i" timeout 300 /usr/bin/python3 \
+      "$DIR/gloo_allreduce.py" "$i" "$n" "$(rank_ip 0):$port" $BYTES 10 > /dev/null 2>&1 &
   done
-  inR 0 env GLOO_SOCKET_IFNAME="${NS}v0" /usr/bin/python3 "$DIR/gloo_allreduce.py" 0 "$n" \
-    "$(rank_ip 0):$port" $BYTES 10 2>/dev/null | tail -1
+  inR 0 env GLOO_SOCKET_IFNAME="${NS}v0" timeout 300 /usr/bin/python3 "$DIR/gloo_allreduce.py" 0 \
+    "$n" "$(rank_ip 0):$port" $BYTES 10 2>/dev/null | tail -1
   wait
 }
-allreduce_mpi() {  # ranks
-  inR 0 mpirun --allow-run-as-root -np "$1" --hostfile "$DIR/hosts" \
+allreduce_mpi() {  # ranks (a launch that hangs, as one in 40 did here, is cut off)
+  inR 0 timeout -k 10 300 mpirun --allow-run-as-root -np "$1" --hostfile "$DIR/hosts" \
     --mca plm_rsh_agent "$DIR/rank_ns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include 10.79.1.0/24 --mca btl tcp,self \
     --mca btl_tcp_if_include 10.79.1.0/24 "$DIR/allreduce" $BYTES 10 2>/dev/null | tail -1
@@ -229,8 +231,8 @@ p2p_bridge() {  # tocsin p2p 64 MiB between r0 and r1, on the allreduce's path
   local args=(bench net -t p2p -b 64M -e 64M -n 10 -w 3 -c 0 --straggler-ratio 0 -o json
               --world-size 2 --coordinator "$(rank_ip 0):$port")
   export TOCSIN_BENCH_TOKEN=b
-  inR 1 "$BIN" "${args[@]}" --rank 1 > /dev/null &
-  inR 0 "$BIN" "${args[@]}" --rank 0 > "$DIR/p2p.json"
+  inR 1 timeout 300 "$BIN" "${args[@]}" --rank 1 > /dev/null &
+  inR 0 timeout 300 "$BIN" "${args[@]}" --rank 0 > "$DIR/p2p.json"
   wait
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/p2p.json"
 }
@@ -274,8 +276,8 @@ fi
 # many zerocopy sends the kernel completed by copying. Plain and zerocopy alternate.
 zc_once() {  # zc|plain
   local port=$((47900 + RANDOM % 90)) n=20
-  inB ns "$DIR/zerocopy_probe" recv 10.79.0.2 $port $BYTES $n > "$DIR/zc_recv" &
-  inA ns "$DIR/zerocopy_probe" send 10.79.0.2 $port $BYTES $n "$1" | tr '\n' ' '
+  inB ns timeout 300 "$DIR/zerocopy_probe" recv 10.79.0.2 $port $BYTES $n > "$DIR/zc_recv" &
+  inA ns timeout 300 "$DIR/zerocopy_probe" send 10.79.0.2 $port $BYTES $n "$1" | tr '\n' ' '
   wait
   cat "$DIR/zc_recv"
 }
