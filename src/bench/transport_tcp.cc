@@ -117,9 +117,7 @@ class TcpTransport : public Transport {
       if (r > 0 && fds[ai].revents) return Status(StatusCode::kUnavailable, "aborted");
     }
     for (size_t i = 0; i < xs.size() && slice > 0; ++i) {  // an empty receive: one empty slice
-      if (xs[i].len == 0) HandOverSlices(xs.subspan(i, 1), slice, [&](size_t, size_t o, size_t l) {
-          on_slice(i, o, l);
-        });
+      if (!xs[i].send && xs[i].len == 0) on_slice(i, 0, 0);
     }
     return Status::Ok();
   }
