@@ -2,16 +2,23 @@
 # `tocsin bench net` beside the yardsticks, on the same paths in one run (issue 3):
 #   p2p at 1 MiB and 64 MiB: tocsin (tcp sockets, libfabric tcp) vs iperf3, fi_pingpong -p tcp,
 #   ucx_perftest (UCX_TLS=tcp), on loopback and between two network namespaces (veth pair);
-#   allreduce 64 MiB on 4 local ranks: tocsin's ring vs Open MPI's MPI_Allreduce over its tcp BTL.
-# Prints a Markdown table (median of RUNS runs, GB/s with GB = 1e9). Root (namespaces, packages).
-# Usage: bench/net_compare.sh [RUNS]
+#   allreduce 64 MiB on 2 and 4 ranks, each rank in its own network namespace (veth pairs to one
+#   bridge): tocsin's ring vs PyTorch's Gloo (torch.distributed, gloo backend) and Open MPI's
+#   MPI_Allreduce over its tcp BTL, the tools alternating round by round, with the CPU time
+#   (user + sys, all ranks) each spends per GB of bus traffic.
+# Prints Markdown tables (median of RUNS runs, GB/s with GB = 1e9). Root (namespaces, packages).
+#   MSG_ZEROCOPY against plain send() across the veth pair (bench/zerocopy_probe.c).
+# Usage: bench/net_compare.sh [RUNS] [SECTIONS]   (SECTIONS: any of p2p allreduce zerocopy; all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${1:-3}
-BIN=$PWD/build/release/tocsin
+RUNS=${1:-5}
+SECTIONS=${2:-p2p allreduce zerocopy}
+BIN=${TOCSIN_BIN:-$PWD/build/release/tocsin}
+BEFORE=${TOCSIN_BEFORE:-}  # another build of tocsin (the "before" of a change): allreduce rounds run it too
 [ -x "$BIN" ] || { echo "build first: make build" >&2; exit 2; }
 need=()
-for p in iperf3 libfabric-bin ucx-utils openmpi-bin libopenmpi-dev iproute2; do
+# python3-torch is Debian's, for the system python (/usr/bin/python3), not one first on PATH.
+for p in iperf3 libfabric-bin ucx-utils openmpi-bin libopenmpi-dev iproute2 python3-torch; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -21,8 +28,7 @@ DIR=$(mktemp -d /tmp/tocsin-bench-net-XXXXXX)
 NS=tbn$$
 cleanup() {
   pkill -f "iperf3 -s -1 -p 52" 2>/dev/null || true
-  ip netns del "${NS}a" 2>/dev/null || true
-  ip netns del "${NS}b" 2>/dev/null || true
+  for n in a b h r0 r1 r2 r3; do ip netns del "${NS}$n" 2>/dev/null || true; done
   rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -34,13 +40,32 @@ ip -n "${NS}b" addr add 10.79.0.2/24 dev "${NS}y"
 for n in a b; do ip -n "${NS}$n" link set lo up; done
 ip -n "${NS}a" link set "${NS}x" up
 ip -n "${NS}b" link set "${NS}y" up
+# The allreduce's ranks: namespaces r0..r3 (10.79.1.1-4), each a veth pair to a bridge in h.
+ip netns add "${NS}h"
+ip -n "${NS}h" link add br0 type bridge
+ip -n "${NS}h" link set br0 up
+for i in 0 1 2 3; do
+  ip netns add "${NS}r$i"
+  ip link add "${NS}v$i" netns "${NS}r$i" type veth peer name "${NS}p$i" netns "${NS}h"
+  ip -n "${NS}h" link set "${NS}p$i" master br0 up
+  ip -n "${NS}r$i" addr add 10.79.1.$((i + 1))/24 dev "${NS}v$i"
+  ip -n "${NS}r$i" link set lo up
+  ip -n "${NS}r$i" link set "${NS}v$i" up
+done
 
 cat > "$DIR/allreduce.c" <<'C'
 /* MPI_Allreduce (float sum) of BYTES, ITERS timed after 3 warm-ups; prints busbw in GB/s as
-   nccl-tests defines it: bytes / time * 2(n-1)/n, time averaged over ranks. */
+   nccl-tests defines it: bytes / time * 2(n-1)/n, time averaged over ranks; then the CPU seconds
+   (user + sys, all ranks) per GB of bus traffic. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+static double cpu(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int n, r;
@@ -52,11 +77,12 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < count; ++i) s[i] = (float)((r + i) % 97);
   for (int i = 0; i < 3; ++i) MPI_Allreduce(s, d, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
+  double c0 = cpu(), t0 = MPI_Wtime();
   for (int i = 0; i < iters; ++i) MPI_Allreduce(s, d, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  double t = (MPI_Wtime() - t0) / iters, sum;
-  MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (r == 0) printf("%.4f\n", bytes / (sum / n) / 1e9 * 2.0 * (n - 1) / n);
+  double tc[2] = {(MPI_Wtime() - t0) / iters, (cpu() - c0) / iters}, sum[2];
+  MPI_Reduce(tc, sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  double bus = bytes * 2.0 * (n - 1) / n / 1e9;
+  if (r == 0) printf("%.4f %.4f\n", bus / (sum[0] / n), sum[1] / bus);
   MPI_Finalize();
   return 0;
 }
@@ -110,6 +136,7 @@ ucx() {  # path size: ucx_perftest tag_bw over UCX_TLS=tcp; MB/s there is 2^20 b
   wait
 }
 
+if [[ " $SECTIONS " == *" p2p "* ]]; then
 echo "| path | size | tocsin tcp | tocsin fabric (tcp) | iperf3 | fi_pingpong tcp | ucx_perftest tcp | tocsin best / best yardstick |"
 echo "|---|---|---|---|---|---|---|---|"
 for path in lo ns; do
@@ -127,23 +154,145 @@ for path in lo ns; do
   done
 done
 echo
-allreduce_tocsin() {  # ranks
-  "$BIN" bench net --local "$1" -t allreduce -b 64M -e 64M -n 10 -w 3 -c 0 -o json |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["inventory"]["tests"]["allreduce"]["rows"][0]["busbw_gbps"])'
+fi
+
+# PyTorch's Gloo: the same measurement as allreduce.c (3 warm-ups, ITERS timed, busbw and CPU
+# seconds per GB of bus traffic, averaged and summed over ranks), one process per namespace.
+cat > "$DIR/gloo_allreduce.py" <<'PY'
+import resource, sys, time
+import torch
+import torch.distributed as dist
+rank, n, master, nbytes, iters = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+dist.init_process_group("gloo", init_method="tcp://" + master, rank=rank, world_size=n)
+x = (torch.arange(nbytes // 4, dtype=torch.float32) + rank) % 97
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+for _ in range(3):
+    dist.all_reduce(x)
+dist.barrier()
+c0, t0 = cpu(), time.perf_counter()
+for _ in range(iters):
+    dist.all_reduce(x)
+tc = torch.tensor([(time.perf_counter() - t0) / iters, (cpu() - c0) / iters], dtype=torch.float64)
+dist.all_reduce(tc)
+bus = nbytes * 2.0 * (n - 1) / n / 1e9
+if rank == 0:
+    print("%.4f %.4f" % (bus / (tc[0].item() / n), tc[1].item() / bus))
+dist.destroy_process_group()
+PY
+# Open MPI across the namespaces: mpirun runs in r0 and starts one daemon per "host" r0..r3
+# through an rsh agent that enters that host's namespace (the ranks' PMIx server connection is
+# TCP on loopback, so a rank cannot simply enter another namespace after its daemon started it).
+cat > "$DIR/rank_ns_agent.sh" <<SH
+#!/bin/sh
+host=\$1; shift
+exec ip netns exec "${NS}\$host" sh -c "\$*"
+SH
+chmod +x "$DIR/rank_ns_agent.sh"
+for i in 0 1 2 3; do echo "r$i slots=1"; done > "$DIR/hosts"
+
+BYTES=$((64 << 20))
+rank_ip() { echo "10.79.1.$(($1 + 1))"; }
+inR() { local i=$1; shift; ip netns exec "${NS}r$i" "$@"; }
+# Each prints "BUSBW CPU_S_PER_GB".
+allreduce_tocsin() {  # binary ranks [flags...]: one rank per namespace
+  local bin=$1 n=$2 port=$((29900 + RANDOM % 90)); shift 2
+  local args=(bench net -t allreduce -b 64M -e 64M -n 10 -w 3 -c 1 -o json --world-size "$n"
+              --coordinator "$(rank_ip 0):$port" "$@")
+  export TOCSIN_BENCH_TOKEN=b
+  for i in $(seq 1 $((n - 1))); do
+    inR "$i" timeout 300 "$bin" "${args[@]}" --rank "$i" > /dev/null &
+  done
+  inR 0 timeout 300 "$bin" "${args[@]}" --rank 0 > "$DIR/ar.json" || true
+  wait
+  /usr/bin/python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["inventory"]["tests"]["allreduce"]; r=t["rows"][0]
+assert r["wrong"] == 0, "tocsin allreduce: wrong elements"
+print(r["busbw_gbps"], r.get("cpu_s_per_gb", 0))' "$DIR/ar.json"
 }
-allreduce_mpi() {  # ranks
-  mpirun --allow-run-as-root --oversubscribe -np "$1" --mca btl tcp,self \
-    --mca btl_tcp_if_include lo "$DIR/allreduce" $((64 << 20)) 10 2>/dev/null | tail -1
+allreduce_gloo() {  # ranks
+  local n=$1 port=$((29990 + RANDOM % 90))
+  for i in $(seq 1 $((n - 1))); do
+    inR "$i" env GLOO_SOCKET_IFNAME="${NS}v$i" timeout 300 /usr/bin/python3 \
+      "$DIR/gloo_allreduce.py" "$i" "$n" "$(rank_ip 0):$port" $BYTES 10 > /dev/null 2>&1 &
+  done
+  inR 0 env GLOO_SOCKET_IFNAME="${NS}v0" timeout 300 /usr/bin/python3 "$DIR/gloo_allreduce.py" 0 \
+    "$n" "$(rank_ip 0):$port" $BYTES 10 2>/dev/null | tail -1
+  wait
 }
-p2p4() {  # our p2p on the same path, 64 MiB
-  tocsin_p2p lo $((64 << 20)) --transport tcp
+allreduce_mpi() {  # ranks (a launch that hangs, as one in 40 did here, is cut off)
+  inR 0 timeout -k 10 300 mpirun --allow-run-as-root -np "$1" --hostfile "$DIR/hosts" \
+    --mca plm_rsh_agent "$DIR/rank_ns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca oob_tcp_if_include 10.79.1.0/24 --mca btl tcp,self \
+    --mca btl_tcp_if_include 10.79.1.0/24 "$DIR/allreduce" $BYTES 10 2>/dev/null | tail -1
 }
-q=$(runs p2p4)
-echo "| allreduce 64 MiB, local ranks over TCP loopback | tocsin ring busbw | Open MPI busbw | tocsin / Open MPI | tocsin p2p 64 MiB | allreduce busbw / p2p |"
-echo "|---|---|---|---|---|---|"
-for n in 2 4; do
-  a=$(runs allreduce_tocsin $n)
-  m=$(runs allreduce_mpi $n)
-  awk -v n=$n -v a="$a" -v m="$m" -v q="$q" 'BEGIN {
-    printf "| %d ranks | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, a, m, a / m, q, a / q }'
+p2p_bridge() {  # tocsin p2p 64 MiB between r0 and r1, on the allreduce's path
+  local port=$((29800 + RANDOM % 90))
+  local args=(bench net -t p2p -b 64M -e 64M -n 10 -w 3 -c 0 --straggler-ratio 0 -o json
+              --world-size 2 --coordinator "$(rank_ip 0):$port")
+  export TOCSIN_BENCH_TOKEN=b
+  inR 1 timeout 300 "$BIN" "${args[@]}" --rank 1 > /dev/null &
+  inR 0 timeout 300 "$BIN" "${args[@]}" --rank 0 > "$DIR/p2p.json"
+  wait
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/p2p.json"
+}
+col() { awk -v c="$1" '{print $c}' | median; }  # median of one column
+
+if [[ " $SECTIONS " == *" allreduce "* ]]; then
+echo "load before the allreduce rounds: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Rounds alternate the tools (tocsin, gloo, mpi, then tocsin's p2p), so a slow spell of the
+# machine falls on all of them.
+for round in $(seq "$RUNS"); do
+  for n in 2 4; do
+    allreduce_tocsin "$BIN" $n >> "$DIR/tocsin$n" || echo "0 0" >> "$DIR/tocsin$n"
+    if [ -n "$BEFORE" ]; then
+      allreduce_tocsin "$BEFORE" $n >> "$DIR/before$n" || echo "0 0" >> "$DIR/before$n"
+    fi
+    allreduce_gloo $n >> "$DIR/gloo$n" || echo "0 0" >> "$DIR/gloo$n"
+    allreduce_mpi $n >> "$DIR/mpi$n" || echo "0 0" >> "$DIR/mpi$n"
+  done
+  p2p_bridge >> "$DIR/p2p"
 done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$BEFORE" ]; then
+  echo "before ($BEFORE): 2 ranks $(col 1 < "$DIR/before2") GB/s, 4 ranks $(col 1 < "$DIR/before4") GB/s busbw"
+fi
+q=$(median < "$DIR/p2p")
+echo
+echo "| allreduce 64 MiB, ranks in namespaces (veth + bridge) | tocsin busbw | Gloo busbw | Open MPI busbw | tocsin / best yardstick | tocsin p2p 64 MiB | tocsin / p2p | CPU s/GB tocsin | Gloo | Open MPI |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for n in 2 4; do
+  a=$(col 1 < "$DIR/tocsin$n") ac=$(col 2 < "$DIR/tocsin$n")
+  g=$(col 1 < "$DIR/gloo$n") gc=$(col 2 < "$DIR/gloo$n")
+  m=$(col 1 < "$DIR/mpi$n") mc=$(col 2 < "$DIR/mpi$n")
+  awk -v n=$n -v a="$a" -v g="$g" -v m="$m" -v q="$q" -v ac="$ac" -v gc="$gc" -v mc="$mc" 'BEGIN {
+    best = g > m ? g : m; ratio = 0; if (best > 0) ratio = a / best;
+    printf "| %d ranks | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+      n, a, g, m, ratio, q, a / q, ac, gc, mc }'
+done
+fi
+
+# MSG_ZEROCOPY across the veth pair, 64 MiB messages: sender and receiver CPU per GB, and how
+# many zerocopy sends the kernel completed by copying. Plain and zerocopy alternate.
+zc_once() {  # zc|plain
+  local port=$((47900 + RANDOM % 90)) n=20
+  inB ns timeout 300 "$DIR/zerocopy_probe" recv 10.79.0.2 $port $BYTES $n > "$DIR/zc_recv" &
+  inA ns timeout 300 "$DIR/zerocopy_probe" send 10.79.0.2 $port $BYTES $n "$1" | tr '\n' ' '
+  wait
+  cat "$DIR/zc_recv"
+}
+if [[ " $SECTIONS " == *" zerocopy "* ]]; then
+  cc -O2 -o "$DIR/zerocopy_probe" bench/zerocopy_probe.c
+  for _ in $(seq "$RUNS"); do
+    zc_once plain >> "$DIR/zc_plain"
+    zc_once zc >> "$DIR/zc_zc"
+  done
+  echo
+  echo "| 64 MiB sends across the veth pair | GB/s | sender CPU s/GB | receiver CPU s/GB | sends completed by copying |"
+  echo "|---|---|---|---|---|"
+  for m in plain zc; do
+    printf "| %s | %.2f | %.3f | %.3f | %s |\n" "$([ $m = zc ] && echo MSG_ZEROCOPY || echo "send()")" \
+      "$(col 1 < "$DIR/zc_$m")" "$(col 2 < "$DIR/zc_$m")" "$(col 5 < "$DIR/zc_$m")" \
+      "$(col 3 < "$DIR/zc_$m") of $(col 4 < "$DIR/zc_$m")"
+  done
+fi

@@ -38,11 +38,24 @@ inline float InputValue(int r, size_t i) {
   return static_cast<float>(((r + 1) * 7 + (i % 1000003) * 13) % 97);
 }
 
-std::unique_ptr<Collective> MakeAllReduce();  // ring: reduce-scatter then all-gather; sum
+// How the allreduce's ring runs. Each reduce-scatter step is received in slices of
+// `slice_bytes`, each reduced as soon as it is in while the next one arrives (the transport
+// permitting). `rings` 2: two rings in opposite directions, each on half the data, so every
+// link carries data both ways (3 ranks or more; 2 ranks run one ring). Defaults tuned by
+// measurement (docs/BENCHMARKS.md).
+struct RingOptions {
+  static constexpr size_t kDefaultSlice = 1 << 20;
+  size_t slice_bytes = kDefaultSlice;
+  int rings = 2;
+  int RingsFor(int n) const { return rings == 2 && n > 2 ? 2 : 1; }
+};
+
+// ring: reduce-scatter then all-gather; sum
+std::unique_ptr<Collective> MakeAllReduce(const RingOptions& ring = {});
 std::unique_ptr<Collective> MakeAllGather();  // ring
 std::unique_ptr<Collective> MakeAllToAll();   // pairwise exchange, n-1 steps
 
 // "allreduce", "allgather", "alltoall"; nullptr for anything else.
-std::unique_ptr<Collective> MakeCollective(const std::string& name);
+std::unique_ptr<Collective> MakeCollective(const std::string& name, const RingOptions& ring = {});
 
 }  // namespace tocsin::bench

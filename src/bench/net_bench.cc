@@ -1,6 +1,7 @@
 #include "bench/net_bench.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,6 +42,14 @@ void MaybeFault(int rank) {
 
 double Micros(SteadyClock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
+}
+
+// This process's CPU time so far (user + sys, every thread), in microseconds.
+double CpuMicros() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
+  return us(u.ru_utime) + us(u.ru_stime);
 }
 
 // The benchmark's buffers, registered with the transport once (every transfer uses them).
@@ -88,6 +97,7 @@ class Run {
         if (!st.ok()) return st;
       }
       if (Status st = world_.Barrier(); !st.ok()) return st;
+      double cpu_start = CpuMicros();
       auto start = SteadyClock::now();
       for (int i = 0; i < o_.iters; ++i) {
         MaybeFault(r);
@@ -96,12 +106,17 @@ class Run {
         if (!st.ok()) return st;
       }
       double us = Micros(SteadyClock::now() - start) / o_.iters;
-      mine.push_back({count * sizeof(float), count, us, wrong});
+      double cpu_us = (CpuMicros() - cpu_start) / o_.iters;
+      mine.push_back({count * sizeof(float), count, us, wrong, cpu_us});
       Progress(c.name() + " (float32 " + c.redop() + ")", c.redop(), c.BusBwFactor(n),
                mine.back());
     }
     TOCSIN_ASSIGN_OR_RETURN(auto all, world_.AllGather(MaybeCorrupt(r, EncodeSizeResults(mine))));
     TestResult out{c.name(), c.redop(), c.BusBwFactor(n), {}};
+    if (c.name() == "allreduce") {
+      out.slice_bytes = o_.ring.slice_bytes;
+      out.rings = o_.ring.RingsFor(n);
+    }
     std::vector<std::vector<SizeResult>> per_rank;
     for (size_t k = 0; k < all.size(); ++k) {
       auto rows = DecodeSizeResults(all[k], mine);
@@ -115,6 +130,7 @@ class Run {
       double sum = 0;
       for (const auto& pr : per_rank) {
         sum += pr[i].us;
+        row.cpu_us += pr[i].cpu_us;
         if (pr[i].wrong >= 0) row.wrong = std::max<int64_t>(row.wrong, 0) + pr[i].wrong;
       }
       row.time_us = sum / per_rank.size();
@@ -293,7 +309,7 @@ std::string ParamsText(const NetBenchOptions& o) {
   json p = {
       {"tests", o.tests},      {"b", o.min_bytes}, {"e", o.max_bytes}, {"f", o.factor},
       {"w", o.warmup},         {"n", o.iters},     {"c", o.check},     {"transport", o.transport},
-      {"provider", o.provider}};
+      {"provider", o.provider}, {"slice", o.ring.slice_bytes}, {"rings", o.ring.rings}};
   return p.dump();
 }
 
@@ -424,7 +440,7 @@ Result<Report> RunAndReport(const NetBenchOptions& o) {
       outcome.tests.push_back(r);
       continue;
     }
-    auto c = MakeCollective(name);
+    auto c = MakeCollective(name, o.ring);
     auto r = run.Collective(*c, sizes);
     if (!r.ok()) return fail_run(r.status());
     outcome.tests.push_back(*r);

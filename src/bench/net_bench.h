@@ -6,6 +6,7 @@
 
 #include "base/report.h"
 #include "base/status.h"
+#include "bench/collectives.h"
 #include "ranks/world.h"
 
 namespace tocsin::bench {
@@ -18,6 +19,7 @@ struct NetBenchOptions {
   int warmup = 5;
   int iters = 20;
   bool check = true;
+  RingOptions ring;  // the allreduce's slices and rings
   std::string transport = "tcp";  // tcp | fabric
   std::string provider;           // libfabric provider for --transport fabric
   bool require_rdma = false;

@@ -60,6 +60,11 @@ Status ValidateNetBench(const NetBenchOptions& o) {
   if (o.iters < 1 || o.iters > 100000 || o.warmup < 0 || o.warmup > 100000) {
     return Status::InvalidArgument("-n must be 1..100000 and -w 0..100000");
   }
+  if (o.ring.slice_bytes < sizeof(float) || o.ring.slice_bytes % sizeof(float) != 0 ||
+      o.ring.slice_bytes > kMaxBytes) {
+    return Status::InvalidArgument("--slice must be a multiple of 4 bytes, at most 1 GiB");
+  }
+  if (o.ring.rings != 1 && o.ring.rings != 2) return Status::InvalidArgument("--rings is 1 or 2");
   if (o.transport != "tcp" && o.transport != "fabric") {
     return Status::InvalidArgument("--transport is tcp or fabric, not \"" + o.transport + "\"");
   }

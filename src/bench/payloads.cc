@@ -35,7 +35,8 @@ Status At(size_t i, const Status& st) {
 std::string EncodeSizeResults(const std::vector<SizeResult>& rows) {
   json out = json::array();
   for (const auto& r : rows) {
-    out.push_back({{"bytes", r.bytes}, {"count", r.count}, {"us", r.us}, {"wrong", r.wrong}});
+    out.push_back({{"bytes", r.bytes}, {"count", r.count}, {"us", r.us}, {"wrong", r.wrong},
+                   {"cpu_us", r.cpu_us}});
   }
   return out.dump();
 }
@@ -53,7 +54,8 @@ Result<std::vector<SizeResult>> DecodeSizeResults(std::string_view text,
     for (Status st : {UintField(j[i], "bytes", kMaxCount, r.bytes),
                       UintField(j[i], "count", kMaxCount, r.count),
                       NumberField(j[i], "us", 0, kMaxMicros, r.us),
-                      IntField(j[i], "wrong", -1, INT64_MAX, r.wrong)}) {
+                      IntField(j[i], "wrong", -1, INT64_MAX, r.wrong),
+                      NumberField(j[i], "cpu_us", 0, kMaxMicros, r.cpu_us)}) {
       if (!st.ok()) return At(i, st);
     }
     if (r.bytes != want[i].bytes || r.count != want[i].count) {

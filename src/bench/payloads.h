@@ -21,6 +21,7 @@ struct SizeResult {
   uint64_t count = 0;
   double us = 0;
   int64_t wrong = -1;
+  double cpu_us = 0;  // this rank's CPU time (user + sys) per iteration
 };
 std::string EncodeSizeResults(const std::vector<SizeResult>& rows);
 // Exactly `want` rows of the same sizes, in order.
@@ -36,6 +37,7 @@ struct P2pRecord {
   uint64_t bytes = 0;
   double us = 0;
   int64_t wrong = -1;
+  double cpu_us = 0;  // this rank's CPU time (user + sys) per iteration
 };
 std::string EncodeP2p(const std::vector<P2pRecord>& records);
 // Records of `sender` in a world of `world_size`, at the sizes in `sizes`: a sender reports

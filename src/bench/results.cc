@@ -27,6 +27,10 @@ std::string PairName(const std::vector<ranks::Peer>& peers, int a, int b) {
 
 }  // namespace
 
+double TestResult::CpuSecondsPerGb(const SweepRow& r) const {
+  return r.bytes > 0 && factor > 0 ? r.cpu_us * 1e3 / (static_cast<double>(r.bytes) * factor) : 0;
+}
+
 double TestResult::AvgBusBw() const {
   if (rows.empty()) return 0;
   double sum = 0;
@@ -98,13 +102,27 @@ void FillReport(const BenchOutcome& o, double min_busbw, double straggler_ratio,
                       {"time_us", r.time_us},
                       {"algbw_gbps", r.algbw},
                       {"busbw_gbps", r.busbw},
-                      {"wrong", r.wrong < 0 ? json() : json(r.wrong)}});
+                      {"wrong", r.wrong < 0 ? json() : json(r.wrong)},
+                      {"cpu_s_per_gb", t.CpuSecondsPerGb(r)}});
       if (r.wrong > 0) wrong_total += r.wrong;
     }
     double avg = t.AvgBusBw();
     table.notes.push_back(fmt::format("Avg bus bandwidth: {} GB/s", Num(avg, 8)));
+    if (!t.rows.empty()) {
+      table.notes.push_back(fmt::format(
+          "CPU (user + sys, all ranks) at {} B: {:.3f} s per GB of bus traffic",
+          t.rows.back().bytes, t.CpuSecondsPerGb(t.rows.back())));
+    }
+    if (t.rings > 0) {
+      table.notes.push_back(fmt::format("Ring: {} ring(s), reduced in slices of {} B", t.rings,
+                                        t.slice_bytes));
+    }
     report.tables.push_back(table);
     tests[t.name] = {{"busbw_factor", t.factor}, {"rows", rows}, {"avg_busbw_gbps", avg}};
+    if (t.rings > 0) {
+      tests[t.name]["rings"] = t.rings;
+      tests[t.name]["slice_bytes"] = t.slice_bytes;
+    }
     if (wrong_total > 0) {
       report.findings.push_back(
           {kNetWrong,

@@ -17,6 +17,7 @@ struct SweepRow {
   double algbw = 0;    // GB/s, GB = 1e9
   double busbw = 0;
   int64_t wrong = -1;  // -1: not checked
+  double cpu_us = 0;   // CPU time (user + sys) of all ranks together per iteration
 };
 
 struct TestResult {
@@ -24,7 +25,11 @@ struct TestResult {
   std::string redop;
   double factor = 1;  // busbw / algbw
   std::vector<SweepRow> rows;
+  size_t slice_bytes = 0;  // allreduce: the ring's slice and ring count (0: not a ring)
+  int rings = 0;
   double AvgBusBw() const;
+  // CPU seconds (all ranks) per GB of bus traffic: on C cores busbw cannot exceed C / this.
+  double CpuSecondsPerGb(const SweepRow& r) const;
 };
 
 // One direction of a p2p pair at one size, measured by the sender.

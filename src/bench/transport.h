@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,22 @@ struct TransportInfo {
 // shared memory.
 bool IsRdmaProvider(const std::string& provider);
 
+// One direction of one stream in an Exchange: `len` bytes sent to, or received from, rank `peer`.
+struct Transfer {
+  int peer;
+  bool send;
+  void* buf;  // read from when sending
+  size_t len;
+};
+
+// Called for each completed slice of the receive at `index` in an Exchange's transfers, in
+// order: `offset` and `len` within that receive (the last slice may be shorter).
+using SliceDone = std::function<void(size_t index, size_t offset, size_t len)>;
+
+// Hands every slice of the complete receive `transfers[i]` to `on_slice` (an empty one as one
+// empty slice): for transports that cannot hand them over as they arrive.
+void HandOverSlices(std::span<const Transfer> transfers, size_t slice, const SliceDone& on_slice);
+
 // The data plane of one rank: connections to every other rank, and a concurrent send+receive.
 class Transport {
  public:
@@ -46,8 +64,15 @@ class Transport {
   // Sends `slen` bytes to rank `to` while receiving `rlen` bytes from rank `from` (either may be
   // -1). Buffers passed here must lie in the buffers given to RegisterBuffer. Errors name the
   // peer; an abort from the coordinator (control fd readable) ends the wait early.
-  virtual Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
-                          Deadline deadline) = 0;
+  Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+                  Deadline deadline);
+  // Every transfer at once (at most kMaxTransfers, at most one send and one receive per peer),
+  // as SendRecv does for two. `slice` > 0: `on_slice` runs as each `slice` bytes of a receive
+  // are in, while the other transfers go on (a transport that cannot deliver slices early calls
+  // it once everything is in).
+  static constexpr size_t kMaxTransfers = 4;
+  virtual Status Exchange(std::span<const Transfer> transfers, size_t slice,
+                          const SliceDone& on_slice, Deadline deadline) = 0;
   // The peer the last failure involved: waited for in vain, or whose connection broke (-1: none).
   int failed_peer() const { return failed_peer_; }
   // Memory the transport may need to register (RDMA NICs); a no-op for sockets.

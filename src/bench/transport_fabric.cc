@@ -197,35 +197,50 @@ class FabricTransport : public Transport {
     return Status::Ok();
   }
 
-  Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+  // Every transfer posted at once, in messages of at most max_msg_ bytes (an empty transfer is
+  // one empty message), receives first. Slices are not delivered early: the completion queue
+  // says nothing about which bytes of a message are in, so on_slice runs once all are done.
+  Status Exchange(std::span<const Transfer> xs, size_t slice, const SliceDone& on_slice,
                   Deadline deadline) override {
-    size_t rchunks = from < 0 ? 0 : std::max<size_t>(1, (rlen + max_msg_ - 1) / max_msg_);
-    size_t schunks = to < 0 ? 0 : std::max<size_t>(1, (slen + max_msg_ - 1) / max_msg_);
-    contexts_.resize(rchunks + schunks);
+    if (xs.empty()) return Status::Ok();
+    if (xs.size() > kMaxTransfers) return Status::InvalidArgument("too many transfers");
+    auto messages = [&](const Transfer& x) {
+      return std::max<size_t>(1, (x.len + max_msg_ - 1) / max_msg_);
+    };
+    size_t total = 0;
+    for (const Transfer& x : xs) total += messages(x);
+    contexts_.resize(total);  // before posting: the provider holds their addresses
     pending_ = 0;
-    uint64_t rseq = from < 0 ? 0 : recv_seq_[from]++;
-    uint64_t sseq = to < 0 ? 0 : send_seq_[to]++;
-    for (size_t c = 0; c < rchunks; ++c) {
-      size_t off = c * max_msg_, len = std::min(max_msg_, rlen - off);
-      char* p = static_cast<char*>(rbuf) + off;
-      Status st = Post(deadline, from, [&] {
-        return fi_trecv(ep_, p, len, Desc(p), addrs_[from], Tag(rseq, from, c), 0, &contexts_[c]);
-      });
-      if (!st.ok()) return st;
+    size_t next_context = 0;
+    int watched = xs[0].peer;  // the peer a stall is blamed on: the first receive's, else a send's
+    for (const Transfer& x : xs) {
+      if (!x.send) {
+        watched = x.peer;
+        break;
+      }
     }
-    for (size_t c = 0; c < schunks; ++c) {
-      size_t off = c * max_msg_, len = std::min(max_msg_, slen - off);
-      const char* p = static_cast<const char*>(sbuf) + off;
-      Status st = Post(deadline, to, [&] {
-        return fi_tsend(ep_, p, len, Desc(p), addrs_[to], Tag(sseq, rank_, c),
-                        &contexts_[rchunks + c]);
-      });
-      if (!st.ok()) return st;
+    for (bool send : {false, true}) {
+      for (const Transfer& x : xs) {
+        if (x.send != send) continue;
+        uint64_t seq = send ? send_seq_[x.peer]++ : recv_seq_[x.peer]++;
+        for (size_t c = 0, m = messages(x); c < m; ++c) {
+          size_t off = c * max_msg_, len = std::min(max_msg_, x.len - off);
+          char* p = static_cast<char*>(x.buf) + off;
+          fi_context* ctx = &contexts_[next_context++];
+          Status st = Post(deadline, x.peer, [&] {
+            return send ? fi_tsend(ep_, p, len, Desc(p), addrs_[x.peer], Tag(seq, rank_, c), ctx)
+                        : fi_trecv(ep_, p, len, Desc(p), addrs_[x.peer], Tag(seq, x.peer, c), 0,
+                                   ctx);
+          });
+          if (!st.ok()) return st;
+        }
+      }
     }
     while (pending_ > 0) {
-      Status st = Progress(deadline, from >= 0 ? from : to);
+      Status st = Progress(deadline, watched);
       if (!st.ok()) return st;
     }
+    HandOverSlices(xs, slice, on_slice);
     return Status::Ok();
   }
 

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -54,64 +55,88 @@ class TcpTransport : public Transport {
     return AcceptLowerRanks(secret, deadline);
   }
 
-  // Tries the socket calls first and polls only when both directions would block, so a
-  // streaming transfer costs one syscall per kernel buffer's worth of data.
-  Status SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+  // Tries the socket calls first and polls only when every transfer would block, so a
+  // streaming transfer costs one syscall per kernel buffer's worth of data. With slices, a
+  // receive reads at most to the end of its slice and hands it over at once: the kernel keeps
+  // filling the socket buffer with the next slice meanwhile.
+  Status Exchange(std::span<const Transfer> xs, size_t slice, const SliceDone& on_slice,
                   Deadline deadline) override {
-    const char* sp = static_cast<const char*>(sbuf);
-    char* rp = static_cast<char*>(rbuf);
-    size_t sent = to < 0 ? slen : 0;
-    size_t got = from < 0 ? rlen : 0;
-    while (sent < slen || got < rlen) {
-      bool progress = false;
-      if (got < rlen) {
-        ssize_t k = recv(socks_[from].get(), rp + got, rlen - got, 0);
-        if (k > 0) {
-          got += static_cast<size_t>(k);
-          progress = true;
-        } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
-          failed_peer_ = from;
-          return Status::IoError(peers_[from].Name() +
-                                 (k == 0 ? ": connection closed" : ": recv: " + Errno()));
-        }
+    if (xs.size() > kMaxTransfers) return Status::InvalidArgument("too many transfers");
+    if (!on_slice) slice = 0;
+    size_t done[kMaxTransfers] = {}, handed[kMaxTransfers] = {};
+    auto finished = [&] {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (done[i] < xs[i].len) return false;
       }
-      if (sent < slen) {
-        ssize_t k = send(socks_[to].get(), sp + sent, slen - sent, MSG_NOSIGNAL);
+      return true;
+    };
+    while (!finished()) {
+      bool progress = false;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const Transfer& x = xs[i];
+        if (done[i] == x.len) continue;
+        char* p = static_cast<char*>(x.buf) + done[i];
+        size_t want = x.len - done[i];
+        if (!x.send && slice > 0) want = std::min(want, slice - done[i] % slice);
+        ssize_t k = x.send ? send(socks_[x.peer].get(), p, want, MSG_NOSIGNAL)
+                           : recv(socks_[x.peer].get(), p, want, 0);
         if (k > 0) {
-          sent += static_cast<size_t>(k);
+          done[i] += static_cast<size_t>(k);
           progress = true;
-        } else if (errno != EAGAIN && errno != EINTR) {
-          failed_peer_ = to;
-          return Status::IoError(peers_[to].Name() + ": send: " + Errno());
+          while (slice > 0 && !x.send && handed[i] < done[i] &&
+                 (done[i] - handed[i] >= slice || done[i] == x.len)) {
+            size_t len = std::min(slice, x.len - handed[i]);
+            on_slice(i, handed[i], len);
+            handed[i] += len;
+          }
+        } else if ((k == 0 && !x.send) || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+          failed_peer_ = x.peer;
+          return Status::IoError(peers_[x.peer].Name() +
+                                 (k == 0 ? ": connection closed"
+                                         : (x.send ? ": send: " : ": recv: ") + Errno()));
         }
       }
       if (progress) continue;
-      pollfd fds[3];
+      // One entry per socket (a peer both sent to and received from shares one), then the abort.
+      pollfd fds[kMaxTransfers + 1];
       int n = 0;
-      if (sent < slen && to == from) {
-        fds[n++] = {socks_[to].get(), static_cast<short>(POLLOUT | (got < rlen ? POLLIN : 0)), 0};
-      } else {
-        if (sent < slen) fds[n++] = {socks_[to].get(), POLLOUT, 0};
-        if (got < rlen) fds[n++] = {socks_[from].get(), POLLIN, 0};
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (done[i] == xs[i].len) continue;
+        int fd = socks_[xs[i].peer].get();
+        short ev = xs[i].send ? POLLOUT : POLLIN;
+        int j = 0;
+        while (j < n && fds[j].fd != fd) ++j;
+        if (j == n) fds[n++] = {fd, 0, 0};
+        fds[j].events |= ev;
       }
       int ai = n;
       fds[n++] = {abort_fd_, POLLIN, 0};
       int r = poll(fds, n, ranks::MillisLeft(deadline));
-      if (r == 0) {
-        std::string waiting = got < rlen ? "receiving from " + peers_[from].Name()
-                                         : "sending to " + peers_[to].Name();
-        failed_peer_ = got < rlen ? from : to;
-        return Status::Timeout(waiting + ": no progress before the deadline (" +
-                               std::to_string(got) + " of " + std::to_string(rlen) +
-                               " bytes received)");
-      }
+      if (r == 0) return Stalled(xs, done);
       if (r < 0 && errno != EINTR) return Status::IoError("poll: " + Errno());
       if (r > 0 && fds[ai].revents) return Status(StatusCode::kUnavailable, "aborted");
+    }
+    for (size_t i = 0; i < xs.size() && slice > 0; ++i) {  // an empty receive: one empty slice
+      if (!xs[i].send && xs[i].len == 0) on_slice(i, 0, 0);
     }
     return Status::Ok();
   }
 
  private:
+  // The deadline passed with no progress: names the peer a receive waits on (else a send's).
+  Status Stalled(std::span<const Transfer> xs, const size_t* done) {
+    size_t w = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (done[i] < xs[i].len && (done[w] == xs[w].len || (!xs[i].send && xs[w].send))) w = i;
+    }
+    const Transfer& x = xs[w];
+    failed_peer_ = x.peer;
+    return Status::Timeout(
+        (x.send ? "sending to " : "receiving from ") + peers_[x.peer].Name() +
+        ": no progress before the deadline (" + std::to_string(done[w]) + " of " +
+        std::to_string(x.len) + " bytes " + (x.send ? "sent" : "received") + ")");
+  }
+
   Fd listener_;
   TransportInfo info_;
   int rank_;
@@ -252,6 +277,27 @@ std::string InterfaceOf(const std::string& ip) {
   }
   freeifaddrs(list);
   return name;
+}
+
+Status Transport::SendRecv(int to, const void* sbuf, size_t slen, int from, void* rbuf,
+                           size_t rlen, Deadline deadline) {
+  Transfer xs[2];
+  size_t n = 0;
+  if (from >= 0) xs[n++] = {from, false, rbuf, rlen};
+  if (to >= 0) xs[n++] = {to, true, const_cast<void*>(sbuf), slen};
+  return Exchange(std::span<const Transfer>(xs, n), 0, nullptr, deadline);
+}
+
+void HandOverSlices(std::span<const Transfer> xs, size_t slice, const SliceDone& on_slice) {
+  for (size_t i = 0; i < xs.size() && slice > 0 && on_slice; ++i) {
+    if (xs[i].send) continue;
+    size_t off = 0;
+    do {
+      size_t len = std::min(slice, xs[i].len - off);
+      on_slice(i, off, len);
+      off += len;
+    } while (off < xs[i].len);
+  }
 }
 
 std::string TransportInfo::Describe() const {

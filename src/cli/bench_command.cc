@@ -69,7 +69,8 @@ struct NetFlags {
   ReportFlags report;
   std::vector<std::string> tests = {"allreduce"};
   std::string min_size = "1K", max_size = "64M";
-  int factor = 2;
+  std::string slice = std::to_string(bench::RingOptions::kDefaultSlice);
+  int factor = 2, rings = bench::RingOptions().rings;
   int warmup = 5, iters = 20, check = 1;
   RankFlags ranks;
   std::string transport = "tcp", provider, require, bind;
@@ -91,6 +92,10 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   if (!e) return usage("-e: not a size: \"" + f.max_size + "\" (e.g. 64M)");
   o.min_bytes = *b;
   o.max_bytes = *e;
+  auto slice = ParseSize(f.slice);
+  if (!slice) return usage("--slice: not a size: \"" + f.slice + "\" (e.g. 256K, 1M)");
+  o.ring.slice_bytes = *slice;
+  o.ring.rings = f.rings;
   o.factor = f.factor;
   o.warmup = f.warmup;
   o.iters = f.iters;
@@ -254,6 +259,14 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
       ->capture_default_str();
   net->add_option("-n,--iters", f->iters, "Timed iterations per size")->capture_default_str();
   net->add_option("-c,--check", f->check, "Verify the data (the #wrong column): 1 or 0")
+      ->capture_default_str();
+  net->add_option("--slice", f->slice,
+                  "allreduce: each ring step is received and reduced in slices of this size, "
+                  "the next arriving while one is reduced")
+      ->capture_default_str();
+  net->add_option("--rings", f->rings,
+                  "allreduce: 2 runs two rings in opposite directions, each on half the data, "
+                  "with 3 ranks or more; 1: one ring")
       ->capture_default_str();
   f->ranks.AddTo(net);
   net->add_option("--transport", f->transport, "tcp (sockets) or fabric (libfabric)")

@@ -67,6 +67,20 @@ TEST(BenchNetCliTest, AcceptanceRunFromTheIssue) {
   ExpectCorrect(r.report, {"allreduce"});
   EXPECT_EQ(r.report["inventory"]["transport"]["kind"], "tcp");
   EXPECT_EQ(r.report["inventory"]["world_size"], 4);
+  // The ring's run parameters, and what the ranks' CPU time was per GB.
+  EXPECT_EQ(r.report["inventory"]["tests"]["allreduce"]["rings"], 2);
+  EXPECT_EQ(r.report["inventory"]["tests"]["allreduce"]["slice_bytes"], 1 << 20);
+  EXPECT_GT(rows[8]["cpu_s_per_gb"].get<double>(), 0);
+}
+
+// One ring, slices that divide nothing evenly: still correct, and reported as run.
+TEST(BenchNetCliTest, TheRingsSliceAndCountAreFlags) {
+  JsonRun r = RunTocsinJson(Args({"--local", "3", "-t", "allreduce", "-b", "1K", "-e", "1M", "-f",
+                                  "32", "-c", "1", "--rings", "1", "--slice", "1028"}));
+  ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+  ExpectCorrect(r.report, {"allreduce"});
+  EXPECT_EQ(r.report["inventory"]["tests"]["allreduce"]["rings"], 1);
+  EXPECT_EQ(r.report["inventory"]["tests"]["allreduce"]["slice_bytes"], 1028);
 }
 
 TEST(BenchNetCliTest, EveryTestOverBothTransportsLocally) {
@@ -205,7 +219,9 @@ TEST(BenchNetCliTest, BadFlagsAreUsageErrors) {
                                      std::vector<std::string>{"--local", "2", "-e", "2G"},
                                      std::vector<std::string>{"--local", "2", "-b", "lots"},
                                      std::vector<std::string>{"--rank", "0"},
-                                     std::vector<std::string>{"--local", "2", "--require", "ib"}}) {
+                                     std::vector<std::string>{"--local", "2", "--require", "ib"},
+                                     std::vector<std::string>{"--local", "2", "--slice", "6"},
+                                     std::vector<std::string>{"--local", "2", "--rings", "3"}}) {
     RunResult r = RunBinary(TOCSIN_BINARY, Args(a), {"WORLD_SIZE=", "RANK="});
     EXPECT_EQ(r.exit_code, 2) << a[a.size() - 1] << r.out << r.err;
     EXPECT_NE(r.err.find("tocsin: error:"), std::string::npos) << r.err;
