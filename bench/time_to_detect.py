@@ -379,11 +379,10 @@ SHORT = ("plugin-crashloop", "sockets-nccl-log", "port-down", "link-errors", "ca
 # (the short run and a skipped row included): a query that returns nothing is a broken panel.
 PANEL_ROWS = {
     ("tocsin / Canaries", "Failing canaries"): {"canary-no-rdma"},
-    ("tocsin / Canaries", "Canary pending"): {"canary-no-rdma"},
     ("tocsin / Drift", "Differences from the baseline"): {"drift"},
     ("tocsin / Drift", "Drift findings by check"): {"drift"},
-    ("tocsin / Fleet fabric", "NodeConditions"): {"port-down", "port-rate", "lustre-import",
-                                                  "mount-missing", "probe-slow"},
+    ("tocsin / Fleet fabric", "NodeConditions"): {"port-down", "lustre-import", "mount-missing",
+                                                  "probe-slow"},
     ("tocsin / Fleet fabric", "Link error counters"): {"link-errors"},
 }
 

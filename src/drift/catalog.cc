@@ -8,8 +8,8 @@ constexpr CheckInfo kChecks[] = {
      "the nodes of one class on one side disagree on a fact (outliers listed)"},
     {kClassMissing, Severity::kWarning, "", "a node class exists on one side only"},
     {kInputEmpty, Severity::kWarning, "",
-     "one side holds nothing diff compares (nothing is compared against it), or no Node or no "
-     "DaemonSet objects (that part was not compared)"},
+     "one side holds nothing diff compares (nothing is compared against it: an error), or no "
+     "Node or no DaemonSet objects (that part was not compared: a warning)"},
     {kInputUnreadable, Severity::kWarning, "",
      "the controller's baseline or a kind of its live side cannot be read: tocsin cannot know "
      "whether that part drifted"},

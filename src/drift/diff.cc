@@ -87,11 +87,12 @@ DiffResult Diff(const Side& a, const Side& b, const Options& options) {
   DiffResult out;
   Differ d(a, b, out);
   // An empty side is not compared against: everything on the other would be "missing" there.
+  // An error: the two clusters were not compared, so a CI gate must not pass (tocsin cannot know).
   bool empty = false;
   for (const Side* s : {&a, &b}) {
     if (!NothingToCompare(*s->snapshot)) continue;
     empty = true;
-    d.AddOneSide(kInputEmpty, Severity::kWarning, Group::kNodes, "side " + d.Label(*s),
+    d.AddOneSide(kInputEmpty, Severity::kError, Group::kNodes, "side " + d.Label(*s),
                  "side " + d.Label(*s) +
                      " holds none of the objects diff compares (a wrong context, namespace or "
                      "file?): the two sides were not compared",

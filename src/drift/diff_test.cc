@@ -189,7 +189,7 @@ TEST(DiffTest, AnEmptySideIsNotComparedAgainst) {
   b.pods.push_back({});  // pods are not compared
   DiffResult r = DiffOf(a, b);
   ASSERT_EQ(Ids(r), std::vector<std::string>{"drift.input.empty side B (prod)"});
-  EXPECT_EQ(r.findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(r.findings[0].severity, Severity::kError);  // not compared: a gate fails
   EXPECT_EQ(r.findings[0].evidence["side"], "prod");
   EXPECT_TRUE(r.items.empty());
   // The same empty file on both sides: one finding per side, each naming it.

@@ -153,8 +153,8 @@ Result<bool> DecodeListStream(const ReadFn& read, size_t window, const std::stri
       size_t kept = len - keep;
       if (kept > max_item) {
         // An item (or a List's own value) past the cap: never a window grown without bound.
-        if (scanner.in_item()) return ItemTooLarge(source, scanner.items(), max_item);
         undo();
+        if (scanner.in_item()) return ItemTooLarge(source, scanner.items(), max_item);
         return Status::ParseError(source + ": a value of more than " + std::to_string(max_item) +
                                   " bytes outside the items");
       }
@@ -184,6 +184,11 @@ Result<bool> DecodeListStream(const ReadFn& read, size_t window, const std::stri
         return false;
       }
       list_kind = kind;
+    }
+    // An item that arrived whole in a window grown for earlier ones is held to the cap too.
+    if (scanner.item_end() - scanner.item_begin() > max_item) {
+      undo();
+      return ItemTooLarge(source, index, max_item);
     }
     // Without the List's kind yet (kubectl's order puts it after the items), an item must name
     // its own.

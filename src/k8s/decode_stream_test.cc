@@ -231,6 +231,27 @@ TEST(DecodeStreamTest, AnItemOverTheCapIsAnErrorNamingItsIndexNotAGrowingWindow)
       << r.status().message();
 }
 
+// An item over the cap that fits in the window (no growth needed to see it whole) is refused
+// all the same, and nothing decoded before it is left in the snapshot.
+TEST(DecodeStreamTest, AnItemOverTheCapInsideTheWindowIsRefusedToo) {
+  std::string text = R"({"kind":"List","items":[)" + Pod(0) + R"(,{"kind":"Pod","metadata":{"name":")" +
+                     std::string(6000, 'x') + R"("}}]})";
+  size_t at = 0;
+  ReadFn read = [&](char* p, size_t n) -> Result<size_t> {
+    n = std::min(n, text.size() - at);
+    std::copy_n(text.data() + at, n, p);
+    at += n;
+    return n;
+  };
+  Snapshot out;
+  Result<bool> r = DecodeListStream(read, 1 << 16, "fits.json", out, 4096);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("fits.json: items[1]: an item of more than 4096 bytes"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(out.pods.empty());
+}
+
 TEST(DecodeStreamTest, WholeTextAndItemCapsOfTheWholeTextPath) {
   size_t served = 0;
   Result<std::string> r = ReadAllCapped(Endless(size_t{1} << 40, '\0', &served), 3 << 20, "stdin");

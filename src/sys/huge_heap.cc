@@ -1,5 +1,7 @@
 #include "sys/huge_heap.h"
 
+#include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,6 +13,8 @@ constexpr char kTunables[] = "GLIBC_TUNABLES";
 constexpr char kTunable[] = "glibc.malloc.hugetlb";
 // Set in the re-executed image: "-" when GLIBC_TUNABLES was unset, else "=" and its value.
 constexpr char kMarker[] = "TOCSIN_HUGE_HEAP_PREVIOUS_TUNABLES";
+// The process name before the exec (an exec of /proc/self/exe names the process "exe").
+constexpr char kComm[] = "TOCSIN_HUGE_HEAP_COMM";
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitizer = true;
@@ -29,6 +33,14 @@ std::optional<std::string> HugeHeapTunables(const char* current, std::string_vie
 }
 
 void ReexecWithHugeHeap(Env& env, char** argv) {
+  // A secure-execution program (setuid, capabilities) takes nothing from the environment here;
+  // and a program run through the loader (`ld.so tocsin ...`: no interpreter base, and
+  // /proc/self/exe is the loader) cannot re-execute itself that way.
+  if (getauxval(AT_SECURE) != 0 || getauxval(AT_BASE) == 0) return;
+  if (const char* comm = getenv(kComm); comm != nullptr) {
+    prctl(PR_SET_NAME, comm, 0, 0, 0);
+    unsetenv(kComm);
+  }
   if (const char* previous = getenv(kMarker); previous != nullptr) {
     // The re-executed image: glibc has read the tunable; the environment goes back as it was.
     if (previous[0] == '=') {
@@ -46,9 +58,15 @@ void ReexecWithHugeHeap(Env& env, char** argv) {
   auto want = HugeHeapTunables(current, *thp);
   if (!want) return;
   std::string previous = current == nullptr ? "-" : std::string("=") + current;
-  if (setenv(kMarker, previous.c_str(), 1) != 0) return;
+  char comm[17] = {};
+  if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0 || setenv(kComm, comm, 1) != 0) return;
+  if (setenv(kMarker, previous.c_str(), 1) != 0) {
+    unsetenv(kComm);
+    return;
+  }
   if (setenv(kTunables, want->c_str(), 1) != 0) {
     unsetenv(kMarker);
+    unsetenv(kComm);
     return;
   }
   execv("/proc/self/exe", argv);
@@ -59,6 +77,7 @@ void ReexecWithHugeHeap(Env& env, char** argv) {
     setenv(kTunables, previous.c_str() + 1, 1);
   }
   unsetenv(kMarker);
+  unsetenv(kComm);
 }
 
 }  // namespace tocsin::sys

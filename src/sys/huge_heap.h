@@ -23,8 +23,10 @@ std::optional<std::string> HugeHeapTunables(const char* current, std::string_vie
 // environment's previous GLIBC_TUNABLES in a marker variable; in the new image the same call
 // puts it back (children see the environment the user gave) and returns. Returns without doing
 // anything when HugeHeapTunables says nothing is to be done, when the exec fails (the run goes
-// on without), and in sanitizer builds (their allocator ignores the tunable). Call it before any
-// thread is started or any input is read.
+// on without), in sanitizer builds (their allocator ignores the tunable), for a secure-execution
+// program (AT_SECURE) and for one started through the loader (`ld.so tocsin ...`). The new image
+// takes back the process name the exec of /proc/self/exe changed. Call it before any thread is
+// started or any input is read.
 void ReexecWithHugeHeap(Env& env, char** argv);
 
 }  // namespace tocsin::sys

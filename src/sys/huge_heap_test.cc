@@ -1,6 +1,7 @@
 #include "sys/huge_heap.h"
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 
 #include <cstdlib>
 
@@ -32,6 +33,18 @@ TEST(HugeHeapTest, TheNewImageRestoresTheEnvironment) {
   ASSERT_NE(getenv("GLIBC_TUNABLES"), nullptr);
   EXPECT_STREQ(getenv("GLIBC_TUNABLES"), "glibc.malloc.tcache_count=0");
   EXPECT_EQ(getenv("TOCSIN_HUGE_HEAP_PREVIOUS_TUNABLES"), nullptr);
+
+  // The process name the exec of /proc/self/exe changed to "exe" comes back.
+  char before[17] = {};
+  prctl(PR_GET_NAME, before, 0, 0, 0);
+  setenv("TOCSIN_HUGE_HEAP_COMM", "tocsin-named", 1);
+  setenv("TOCSIN_HUGE_HEAP_PREVIOUS_TUNABLES", "-", 1);
+  ReexecWithHugeHeap(*env, nullptr);
+  char after[17] = {};
+  prctl(PR_GET_NAME, after, 0, 0, 0);
+  EXPECT_STREQ(after, "tocsin-named");
+  EXPECT_EQ(getenv("TOCSIN_HUGE_HEAP_COMM"), nullptr);
+  prctl(PR_SET_NAME, before, 0, 0, 0);
 
   setenv("TOCSIN_HUGE_HEAP_PREVIOUS_TUNABLES", "-", 1);
   setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);

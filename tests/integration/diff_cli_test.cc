@@ -235,13 +235,13 @@ TEST(DiffCliTest, AnEmptySideIsOnlyDriftInputEmpty) {
   ScopedTempDir dir("diff");
   std::string empty = WriteJson(dir, "empty.json", {{"kind", "List"}, {"items", json::array()}});
   JsonRun r = RunTocsinJson({"diff", "-o", "json", kDrift + "staging.json", empty});
-  EXPECT_EQ(r.exit_code, 0) << r.report["findings"].dump(2);  // a warning: below --fail-on
+  EXPECT_EQ(r.exit_code, 1) << r.report["findings"].dump(2);  // not compared: a gate fails
   std::map<std::string, std::string> want = {
-      {"drift.input.empty | side B (" + empty + ")", "warning"}};
+      {"drift.input.empty | side B (" + empty + ")", "error"}};
   EXPECT_EQ(Found(r.report), want);
   r = RunTocsinJson({"diff", "-o", "json", empty, empty});
-  want = {{"drift.input.empty | side A (" + empty + ")", "warning"},
-          {"drift.input.empty | side B (" + empty + ")", "warning"}};
+  want = {{"drift.input.empty | side A (" + empty + ")", "error"},
+          {"drift.input.empty | side B (" + empty + ")", "error"}};
   EXPECT_EQ(Found(r.report), want);
 }
 
