@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # `tocsin bench net` beside the yardsticks, on the same paths in one run (issue 3):
-#   p2p at 1 MiB and 64 MiB: tocsin (tcp sockets, libfabric tcp) vs iperf3, fi_pingpong -p tcp,
-#   ucx_perftest (UCX_TLS=tcp), on loopback and between two network namespaces (veth pair);
+#   p2p at 4 MiB and 64 MiB: tocsin (tcp sockets, libfabric tcp) vs fi_pingpong -p tcp and
+#   ucx_perftest (UCX_TLS=tcp), iperf3 beside them, on loopback and between two network
+#   namespaces (veth pair), the tools alternating round by round; where tocsin's time goes
+#   (perf stat: CPU, syscalls and context switches per byte);
 #   allreduce 64 MiB on 2 and 4 ranks, each rank in its own network namespace (veth pairs to one
 #   bridge): tocsin's ring vs PyTorch's Gloo (torch.distributed, gloo backend) and Open MPI's
 #   MPI_Allreduce over its tcp BTL, the tools alternating round by round, with the CPU time
 #   (user + sys, all ranks) each spends per GB of bus traffic.
 # Prints Markdown tables (median of RUNS runs, GB/s with GB = 1e9). Root (namespaces, packages).
 #   MSG_ZEROCOPY against plain send() across the veth pair (bench/zerocopy_probe.c).
-# Usage: bench/net_compare.sh [RUNS] [SECTIONS]   (SECTIONS: any of p2p allreduce zerocopy; all)
+# Usage: [P2P_SIZES="BYTES..."] bench/net_compare.sh [RUNS] [SECTIONS]
+#   (SECTIONS: any of p2p profile allreduce zerocopy; default all; P2P_SIZES: 4 MiB and 64 MiB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
-SECTIONS=${2:-p2p allreduce zerocopy}
+SECTIONS=${2:-p2p profile allreduce zerocopy}
+P2P_SIZES=${P2P_SIZES:-$((4 << 20)) $((64 << 20))}
 BIN=${TOCSIN_BIN:-$PWD/build/release/tocsin}
 BEFORE=${TOCSIN_BEFORE:-}  # another build of tocsin (the "before" of a change): allreduce rounds run it too
 [ -x "$BIN" ] || { echo "build first: make build" >&2; exit 2; }
 need=()
 # python3-torch is Debian's, for the system python (/usr/bin/python3), not one first on PATH.
-for p in iperf3 libfabric-bin ucx-utils openmpi-bin libopenmpi-dev iproute2 python3-torch; do
+for p in iperf3 libfabric-bin ucx-utils openmpi-bin libopenmpi-dev iproute2 python3-torch linux-perf; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -91,21 +95,22 @@ mpicc -O2 -o "$DIR/allreduce" "$DIR/allreduce.c"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 runs() { for _ in $(seq "$RUNS"); do "$@"; done | median; }
+col() { awk -v c="$1" '{print $c}' | median; }  # median of one column
 inA() { if [ "$1" = ns ]; then shift; ip netns exec "${NS}a" "$@"; else shift; "$@"; fi; }
 inB() { if [ "$1" = ns ]; then shift; ip netns exec "${NS}b" "$@"; else shift; "$@"; fi; }
 addr() { [ "$1" = ns ] && echo 10.79.0.1 || echo 127.0.0.1; }
 iters() { [ "$1" -ge $((64 << 20)) ] && echo 10 || echo 200; }
 
-tocsin_p2p() {  # path size transport...
-  local path=$1 size=$2 port=$((29600 + RANDOM % 300)); shift 2
+tocsin_p2p() {  # path size transport... (the binary: $P2P_BIN, default $BIN)
+  local path=$1 size=$2 port=$((29600 + RANDOM % 300)) bin=${P2P_BIN:-$BIN}; shift 2
   local args=(bench net -t p2p -b "$size" -e "$size" -n "$(iters "$size")" -w 3 -c 0
               --straggler-ratio 0 -o json "$@")
   if [ "$path" = lo ]; then
-    "$BIN" "${args[@]}" --local 2 > "$DIR/p2p.json"
+    "$bin" "${args[@]}" --local 2 > "$DIR/p2p.json"
   else
     export TOCSIN_BENCH_TOKEN=b  # (a flag would warn: ps shows it)
-    inB ns "$BIN" "${args[@]}" --rank 1 --world-size 2 --coordinator 10.79.0.1:$port > /dev/null &
-    inA ns "$BIN" "${args[@]}" --rank 0 --world-size 2 --coordinator 10.79.0.1:$port \
+    inB ns "$bin" "${args[@]}" --rank 1 --world-size 2 --coordinator 10.79.0.1:$port > /dev/null &
+    inA ns "$bin" "${args[@]}" --rank 0 --world-size 2 --coordinator 10.79.0.1:$port \
       > "$DIR/p2p.json"
     wait
   fi
@@ -137,20 +142,97 @@ ucx() {  # path size: ucx_perftest tag_bw over UCX_TLS=tcp; MB/s there is 2^20 b
 }
 
 if [[ " $SECTIONS " == *" p2p "* ]]; then
-echo "| path | size | tocsin tcp | tocsin fabric (tcp) | iperf3 | fi_pingpong tcp | ucx_perftest tcp | tocsin best / best yardstick |"
-echo "|---|---|---|---|---|---|---|---|"
+# Every round runs each tool once on the same path and size, starting with a different tool each
+# round, so a slow spell of the machine cannot favour one. The goal's yardsticks are fi_pingpong
+# and ucx_perftest (real messages of SIZE); iperf3 (1 MiB writes of one cache-resident buffer) is
+# shown beside them. Ratio: the median of each round's tocsin best / best of the two.
+P2P_TOOLS=(t f p u i)
+[ -n "$BEFORE" ] && P2P_TOOLS+=(b)
+nt=${#P2P_TOOLS[@]}
 for path in lo ns; do
-  for size in $((1 << 20)) $((64 << 20)); do
-    t=$(runs tocsin_p2p $path $size --transport tcp)
-    f=$(runs tocsin_p2p $path $size --transport fabric --provider tcp)
-    i=$(runs iperf $path $size)
-    p=$(runs pingpong $path $size)
-    u=$(runs ucx $path $size)
-    awk -v path=$path -v s=$size -v t="$t" -v f="$f" -v i="$i" -v p="$p" -v u="$u" 'BEGIN {
-      best = i; if (p > best) best = p; if (u > best) best = u;
-      mine = t > f ? t : f;
+  for size in $P2P_SIZES; do
+    rm -f "$DIR"/p2p_[tfpuib]
+    for round in $(seq "$RUNS"); do
+      for k in $(seq 0 $((nt - 1))); do
+        tool=${P2P_TOOLS[$(((round + k) % nt))]}
+        case $tool in
+          t) v=$(tocsin_p2p $path $size --transport tcp) ;;
+          f) v=$(tocsin_p2p $path $size --transport fabric --provider tcp) ;;
+          p) v=$(pingpong $path $size) ;;
+          u) v=$(ucx $path $size) ;;
+          i) v=$(iperf $path $size) ;;
+          b) v=$(P2P_BIN=$BEFORE tocsin_p2p $path $size --transport tcp) ;;
+        esac
+        echo "${v:-0}" >> "$DIR/p2p_$tool"
+      done
+    done
+    paste "$DIR"/p2p_t "$DIR"/p2p_f "$DIR"/p2p_p "$DIR"/p2p_u |
+      awk '{m = $1 > $2 ? $1 : $2; y = $3 > $4 ? $3 : $4; print (y > 0 ? m / y : 0)}' > "$DIR/p2p_r"
+    [ -n "$BEFORE" ] && echo "tocsin tcp before ($BEFORE), $path $size: $(median < "$DIR/p2p_b") GB/s"
+    awk -v path=$path -v s=$size -v t="$(median < "$DIR/p2p_t")" -v f="$(median < "$DIR/p2p_f")" \
+        -v p="$(median < "$DIR/p2p_p")" -v u="$(median < "$DIR/p2p_u")" \
+        -v i="$(median < "$DIR/p2p_i")" -v r="$(median < "$DIR/p2p_r")" 'BEGIN {
       printf "| %s | %d MiB | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
-        path == "lo" ? "loopback" : "netns veth", s / 1048576, t, f, i, p, u, mine / best }'
+        path == "lo" ? "loopback" : "netns veth", s / 1048576, t, f, p, u, i, r }' >> "$DIR/p2p_table"
+  done
+done
+echo "| path | size | tocsin tcp | tocsin fabric (tcp) | fi_pingpong tcp | ucx_perftest tcp | iperf3 (1 MiB writes) | tocsin best / best of fi_pingpong, ucx_perftest (median of rounds) |"
+echo "|---|---|---|---|---|---|---|---|"
+cat "$DIR/p2p_table"
+echo
+fi
+
+# Where tocsin's p2p time goes (tcp transport): both ranks under `perf stat`, more iterations so
+# that start-up is a small share. Per GB moved (both directions, warm-ups included): CPU seconds
+# (both ranks, user + sys) and the share of it in the kernel, syscalls and context switches per MB.
+p2p_profile() {  # path size [binary]
+  local path=$1 size=$2 port=$((29600 + RANDOM % 300)) n w=3 bin=${3:-$BIN}
+  n=$([ "$size" -ge $((64 << 20)) ] && echo 40 || echo 400)
+  local args=(bench net -t p2p -b "$size" -e "$size" -n $n -w $w -c 0 --straggler-ratio 0 -o json
+              --transport tcp)
+  local ev=task-clock,context-switches,raw_syscalls:sys_enter,user_time,system_time
+  if [ "$path" = lo ]; then
+    perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --local 2 > "$DIR/prof.json"
+    : > "$DIR/perf1"
+  else
+    export TOCSIN_BENCH_TOKEN=b
+    inB ns perf stat -x, -e $ev -o "$DIR/perf1" "$bin" "${args[@]}" --rank 1 --world-size 2 \
+      --coordinator 10.79.0.1:$port > /dev/null &
+    inA ns perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --rank 0 --world-size 2 \
+      --coordinator 10.79.0.1:$port > "$DIR/prof.json"
+    wait
+  fi
+  local rate
+  rate=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/prof.json")
+  cat "$DIR/perf0" "$DIR/perf1" | awk -F, -v bytes=$((2 * (n + w) * size)) -v rate="$rate" '
+    $3 == "task-clock" {cpu += $1 / 1e3} $3 == "context-switches" {cs += $1}
+    $3 ~ /sys_enter/ {sc += $1} $3 == "user_time" {u += $1 / 1e9} $3 == "system_time" {s += $1 / 1e9}
+    END {gb = bytes / 1e9; mb = bytes / 1e6
+         printf "%.3f %.2f %.2f %.3f %.2f\n", cpu / gb, (u + s > 0 ? s / (u + s) : 0), sc / mb,
+           cs / mb, rate}'
+}
+
+if [[ " $SECTIONS " == *" profile "* ]]; then
+echo "Where tocsin's p2p time goes (tcp, both ranks, perf stat; per GB moved, warm-ups included;"
+echo "the run's own GB/s, slowed by perf's counting, and the cores that keeps busy: CPU s/GB x GB/s):"
+echo
+echo "| path | size | build | GB/s | CPU s/GB (both ranks) | cores busy | share in the kernel | syscalls per MB | context switches per MB |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for path in lo ns; do
+  for size in $P2P_SIZES; do
+    rm -f "$DIR"/prof_*
+    for _ in $(seq "$RUNS"); do  # now and before alternate
+      p2p_profile $path $size >> "$DIR/prof_now"
+      [ -n "$BEFORE" ] && p2p_profile $path $size "$BEFORE" >> "$DIR/prof_before"
+    done
+    for b in now before; do
+      [ -f "$DIR/prof_$b" ] || continue
+      awk -v path=$path -v s=$size -v b=$b -v c="$(col 1 < "$DIR/prof_$b")" \
+          -v k="$(col 2 < "$DIR/prof_$b")" -v y="$(col 3 < "$DIR/prof_$b")" \
+          -v x="$(col 4 < "$DIR/prof_$b")" -v g="$(col 5 < "$DIR/prof_$b")" 'BEGIN {
+        printf "| %s | %d MiB | %s | %.2f | %.3f | %.2f | %.0f %% | %.2f | %.2f |\n",
+          path == "lo" ? "loopback" : "netns veth", s / 1048576, b, g, c, c * g, k * 100, y, x }'
+    done
   done
 done
 echo
@@ -236,7 +318,6 @@ p2p_bridge() {  # tocsin p2p 64 MiB between r0 and r1, on the allreduce's path
   wait
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/p2p.json"
 }
-col() { awk -v c="$1" '{print $c}' | median; }  # median of one column
 
 if [[ " $SECTIONS " == *" allreduce "* ]]; then
 echo "load before the allreduce rounds: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -376,7 +376,7 @@ Result<Report> RunAndReport(const NetBenchOptions& o) {
   if (w.rank() == 0 && o.on_coordinator) o.on_coordinator(w.options().coordinator);
   std::string ip = o.bind_ip.empty() ? w.local_ip() : o.bind_ip;
   auto transport = o.transport == "tcp"
-                       ? CreateTcpTransport(ip, w.rank(), w.control_fd())
+                       ? CreateTcpTransport(ip, w.rank(), w.control_fd(), o.tcp)
                        : CreateFabricTransport(o.provider, ip, w.rank(), w.control_fd());
   if (!transport.ok()) {
     w.Abort(transport.status().message());

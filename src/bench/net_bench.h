@@ -7,6 +7,7 @@
 #include "base/report.h"
 #include "base/status.h"
 #include "bench/collectives.h"
+#include "bench/transport.h"
 #include "ranks/world.h"
 
 namespace tocsin::bench {
@@ -20,6 +21,7 @@ struct NetBenchOptions {
   int iters = 20;
   bool check = true;
   RingOptions ring;  // the allreduce's slices and rings
+  TcpOptions tcp;    // --transport tcp: how a rank waits for its sockets
   std::string transport = "tcp";  // tcp | fabric
   std::string provider;           // libfabric provider for --transport fabric
   bool require_rdma = false;

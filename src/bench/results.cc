@@ -77,6 +77,7 @@ nlohmann::json TransportJson(const TransportInfo& t) {
           {"fabric", t.fabric},       {"domain", t.domain},
           {"interface", t.interface}, {"ip", t.ip},
           {"rdma", t.rdma},           {"sources_checked", t.sources_checked},
+          {"spin_us", t.spin_us},     {"wake_bytes", t.wake_bytes},
           {"description", t.Describe()}};
 }
 

@@ -27,6 +27,10 @@ struct TransportInfo {
   // libfabric endpoint: FI_DIRECTED_RECV, the addresses the authenticated coordinator handed
   // out). False: a provider without FI_DIRECTED_RECV, whose endpoint takes any sender's message.
   bool sources_checked = false;
+  // TCP: how long a transfer with nothing to do polls its sockets before sleeping, and how many
+  // bytes a receive waits for before it is woken (0: not applicable).
+  int spin_us = 0;
+  size_t wake_bytes = 0;
   std::string Describe() const;  // "tcp sockets on eth0 (10.77.0.1)"
 };
 
@@ -82,9 +86,23 @@ class Transport {
   int failed_peer_ = -1;
 };
 
+// How the TCP transport waits. Defaults measured (docs/BENCHMARKS.md): woken at 1 MiB, a
+// 4 MiB message streams at ~1.5x the rate of waking per segment; spinning 50 us before sleeping
+// is what a rank with a core of its own wants (set 0 when ranks share cores).
+struct TcpOptions {
+  static constexpr int kDefaultSpinUs = 50;
+  int spin_us = kDefaultSpinUs;
+  size_t wake_bytes = 1 << 20;
+};
+
+// The spin for `local_ranks` ranks started on this machine (0: ranks elsewhere, one here): none
+// when they outnumber its cores, where one rank's spin takes the core another needs.
+int DefaultSpinUs(int local_ranks);
+
 // Plain TCP sockets on the interface of `ip` (a full mesh, one connection per pair).
 Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int rank,
-                                                      int abort_fd);
+                                                      int abort_fd,
+                                                      const TcpOptions& options = {});
 
 // libfabric reliable-datagram endpoint with tagged messages. `provider` empty: the first
 // provider libfabric offers (RDMA NICs come first when present).

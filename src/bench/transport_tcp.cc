@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "base/strings.h"
 #include "bench/transport.h"
@@ -25,8 +26,12 @@ std::string Errno() { return strerror(errno); }
 
 class TcpTransport : public Transport {
  public:
-  TcpTransport(Fd listener, TransportInfo info, int rank, int abort_fd)
-      : listener_(std::move(listener)), info_(std::move(info)), rank_(rank), abort_fd_(abort_fd) {}
+  TcpTransport(Fd listener, TransportInfo info, int rank, int abort_fd, TcpOptions options)
+      : options_(options),
+        listener_(std::move(listener)),
+        info_(std::move(info)),
+        rank_(rank),
+        abort_fd_(abort_fd) {}
 
   const TransportInfo& info() const override { return info_; }
   std::string address() const override {
@@ -39,6 +44,7 @@ class TcpTransport : public Transport {
                  Deadline deadline) override {
     peers_ = peers;
     socks_.resize(peers.size());
+    lowat_.assign(peers.size(), 1);
     // Lower ranks accept, higher ranks connect: one connection per pair.
     for (size_t j = rank_ + 1; j < peers.size(); ++j) {
       auto hp = ranks::SplitHostPort(peers[j].address);
@@ -64,6 +70,8 @@ class TcpTransport : public Transport {
     if (xs.size() > kMaxTransfers) return Status::InvalidArgument("too many transfers");
     if (!on_slice) slice = 0;
     size_t done[kMaxTransfers] = {}, handed[kMaxTransfers] = {};
+    int idle = 0;
+    ranks::SteadyClock::time_point spin_since;
     auto finished = [&] {
       for (size_t i = 0; i < xs.size(); ++i) {
         if (done[i] < xs[i].len) return false;
@@ -96,7 +104,19 @@ class TcpTransport : public Transport {
                                          : (x.send ? ": send: " : ": recv: ") + Errno()));
         }
       }
-      if (progress) continue;
+      if (progress) {
+        idle = 0;
+        continue;
+      }
+      // Nothing moved: try again for up to spin_us before sleeping in poll. A peer on another
+      // core has the next bytes within microseconds, and a sleep costs a wake-up each time (as
+      // NCCL's socket threads, which loop over their sockets while a transfer is in flight).
+      if (options_.spin_us > 0) {
+        auto now = ranks::SteadyClock::now();
+        if (idle++ == 0) spin_since = now;
+        if (now - spin_since < std::chrono::microseconds(options_.spin_us)) continue;
+        idle = 0;
+      }
       // One entry per socket (a peer both sent to and received from shares one), then the abort.
       pollfd fds[kMaxTransfers + 1];
       int n = 0;
@@ -104,6 +124,7 @@ class TcpTransport : public Transport {
         if (done[i] == xs[i].len) continue;
         int fd = socks_[xs[i].peer].get();
         short ev = xs[i].send ? POLLOUT : POLLIN;
+        if (!xs[i].send) WakeAt(xs[i].peer, WakeBytes(xs[i], done[i], slice));
         int j = 0;
         while (j < n && fds[j].fd != fd) ++j;
         if (j == n) fds[n++] = {fd, 0, 0};
@@ -137,6 +158,24 @@ class TcpTransport : public Transport {
         std::to_string(x.len) + " bytes " + (x.send ? "sent" : "received") + ")");
   }
 
+  // How many bytes a receive waits for before poll wakes it: what is left of its slice (or of
+  // it), at most options_.wake_bytes. Fewer wake-ups, each taking a bigger piece.
+  size_t WakeBytes(const Transfer& x, size_t done, size_t slice) const {
+    size_t want = x.len - done;
+    if (slice > 0) want = std::min(want, slice - done % slice);
+    return std::max<size_t>(1, std::min(want, options_.wake_bytes));
+  }
+  // SO_RCVLOWAT, set only when it changes. The kernel still wakes the poll at once on an
+  // error, the peer's close, or memory pressure.
+  void WakeAt(int peer, size_t bytes) {
+    int v = static_cast<int>(bytes);
+    if (lowat_[peer] == v) return;
+    if (setsockopt(socks_[peer].get(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
+      lowat_[peer] = v;
+    }
+  }
+
+  TcpOptions options_;
   Fd listener_;
   TransportInfo info_;
   int rank_;
@@ -255,6 +294,7 @@ class TcpTransport : public Transport {
 
   std::vector<ranks::Peer> peers_;
   std::vector<Fd> socks_;
+  std::vector<int> lowat_;  // SO_RCVLOWAT per peer's socket (1: the kernel's default)
 };
 
 }  // namespace
@@ -316,8 +356,14 @@ bool IsRdmaProvider(const std::string& provider) {
   return false;
 }
 
+int DefaultSpinUs(int local_ranks) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return local_ranks > 0 && static_cast<unsigned>(local_ranks) > cores ? 0
+                                                                       : TcpOptions::kDefaultSpinUs;
+}
+
 Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int rank,
-                                                      int abort_fd) {
+                                                      int abort_fd, const TcpOptions& options) {
   auto listener = ranks::Listen(ip, 0);
   if (!listener.ok()) return listener.status();
   TransportInfo info;
@@ -326,8 +372,10 @@ Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int
   info.interface = InterfaceOf(ip);
   info.rdma = false;
   info.sources_checked = true;  // every connection presents the run's secret
+  info.spin_us = options.spin_us;
+  info.wake_bytes = options.wake_bytes;
   return std::unique_ptr<Transport>(
-      new TcpTransport(std::move(*listener), std::move(info), rank, abort_fd));
+      new TcpTransport(std::move(*listener), std::move(info), rank, abort_fd, options));
 }
 
 }  // namespace tocsin::bench

@@ -5,8 +5,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <memory>
+#include <span>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "bench/transport.h"
 #include "testing/status_matchers.h"
@@ -37,9 +42,9 @@ ranks::Fd Stranger(const std::string& address, const std::string& first_bytes) {
 
 // Ranks 0 and 1 on loopback.
 struct TwoRanks {
-  TwoRanks() {
-    auto a = CreateTcpTransport("127.0.0.1", 0, abort0.fds[0]);
-    auto b = CreateTcpTransport("127.0.0.1", 1, abort1.fds[0]);
+  explicit TwoRanks(const TcpOptions& options = {}) {
+    auto a = CreateTcpTransport("127.0.0.1", 0, abort0.fds[0], options);
+    auto b = CreateTcpTransport("127.0.0.1", 1, abort1.fds[0], options);
     EXPECT_TRUE(a.ok() && b.ok());
     t0 = std::move(*a);
     t1 = std::move(*b);
@@ -121,6 +126,76 @@ TEST(TcpTransportTest, OnlyStrangersIsAnErrorThatSaysSo) {
   EXPECT_NE(st.message().find("1 connection(s) without the run's secret were dropped"),
             std::string::npos)
       << st.ToString();
+}
+
+// Returns once thread `tid` of this process sleeps in poll (its wchan says so), or fails.
+void WaitUntilInPoll(pid_t tid) {
+  auto until = std::chrono::steady_clock::now() + 10s;
+  std::string path = "/proc/self/task/" + std::to_string(tid) + "/wchan";
+  while (std::chrono::steady_clock::now() < until) {
+    std::ifstream f(path);
+    std::string wchan;
+    std::getline(f, wchan);
+    if (wchan.find("poll") != std::string::npos) return;
+    std::this_thread::yield();
+  }
+  FAIL() << "thread " << tid << " never slept in poll";
+}
+
+// A receive is woken only once 1 MiB is in (SO_RCVLOWAT), never more than it still expects: the
+// last, shorter slice completes, and a peer that closes early ends the wait with an error, not a
+// timeout. No spin: every wait goes through poll.
+TEST(TcpTransportTest, AReceiveIsWokenForWhatIsLeftOfItsSlice) {
+  TwoRanks w(TcpOptions{.spin_us = 0, .wake_bytes = 1 << 20});
+  w.ConnectAndTalk(10s);
+  std::vector<char> out((3 << 19) + 12, 'x'), in(out.size());  // 1.5 MiB + 12: a short last slice
+  std::vector<std::pair<size_t, size_t>> slices;
+  std::promise<pid_t> first_slice;  // the receiving thread, once its first slice is in
+  auto recv1 = std::async(std::launch::async, [&] {
+    Transfer x{0, false, in.data(), in.size()};
+    return w.t1->Exchange(std::span<const Transfer>(&x, 1), 1 << 20,
+                          [&](size_t, size_t off, size_t len) {
+                            slices.emplace_back(off, len);
+                            if (off == 0) first_slice.set_value(gettid());
+                          },
+                          ranks::DeadlineIn(20s));
+  });
+  // The first slice and 100 bytes; the rest (less than 1 MiB) only once the receiver sleeps
+  // waiting for it.
+  size_t head = (1 << 20) + 100;
+  ASSERT_OK(w.t0->SendRecv(1, out.data(), head, -1, nullptr, 0, ranks::DeadlineIn(20s)));
+  WaitUntilInPoll(first_slice.get_future().get());
+  ASSERT_OK(w.t0->SendRecv(1, out.data() + head, out.size() - head, -1, nullptr, 0,
+                           ranks::DeadlineIn(20s)));
+  Status st = recv1.get();
+  ASSERT_OK(st);
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(slices, (std::vector<std::pair<size_t, size_t>>{{0, 1 << 20}, {1 << 20, (1 << 19) + 12}}));
+
+  auto recv2 = std::async(std::launch::async, [&] {
+    return w.t1->SendRecv(-1, nullptr, 0, 0, in.data(), in.size(), ranks::DeadlineIn(20s));
+  });
+  ASSERT_OK(w.t0->SendRecv(1, out.data(), 1000, -1, nullptr, 0, ranks::DeadlineIn(20s)));
+  w.t0.reset();  // closes its sockets with 1000 bytes sent of the 1.5 MiB expected
+  st = recv2.get();
+  EXPECT_EQ(st.code(), StatusCode::kIoError) << st.ToString();
+  EXPECT_NE(st.message().find("connection closed"), std::string::npos) << st.ToString();
+}
+
+// With a spin, a peer that sends nothing still ends in the deadline's error, naming it.
+TEST(TcpTransportTest, ASpinningReceiveStillKeepsItsDeadline) {
+  TwoRanks w(TcpOptions{.spin_us = 100000, .wake_bytes = 1 << 20});
+  w.ConnectAndTalk(10s);
+  char in[64];
+  Status st = w.t1->SendRecv(-1, nullptr, 0, 0, in, sizeof in, ranks::DeadlineIn(300ms));
+  EXPECT_EQ(st.code(), StatusCode::kTimeout) << st.ToString();
+  EXPECT_NE(st.message().find("receiving from"), std::string::npos) << st.ToString();
+}
+
+TEST(TcpTransportTest, RanksThatOutnumberTheCoresDoNotSpin) {
+  EXPECT_EQ(DefaultSpinUs(0), TcpOptions::kDefaultSpinUs);  // one rank here
+  EXPECT_EQ(DefaultSpinUs(1), TcpOptions::kDefaultSpinUs);
+  EXPECT_EQ(DefaultSpinUs(1 << 20), 0);
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ struct NetFlags {
   std::string slice = std::to_string(bench::RingOptions::kDefaultSlice);
   int factor = 2, rings = bench::RingOptions().rings;
   int warmup = 5, iters = 20, check = 1;
+  int spin_us = -1;  // -1: the default for where the ranks run
   RankFlags ranks;
   std::string transport = "tcp", provider, require, bind;
   std::string verdict_file;
@@ -96,6 +97,7 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   if (!slice) return usage("--slice: not a size: \"" + f.slice + "\" (e.g. 256K, 1M)");
   o.ring.slice_bytes = *slice;
   o.ring.rings = f.rings;
+  o.tcp.spin_us = f.spin_us >= 0 ? f.spin_us : bench::DefaultSpinUs(f.ranks.local);
   o.factor = f.factor;
   o.warmup = f.warmup;
   o.iters = f.iters;
@@ -268,6 +270,11 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
                   "allreduce: 2 runs two rings in opposite directions, each on half the data, "
                   "with 3 ranks or more; 1: one ring")
       ->capture_default_str();
+  net->add_option("--spin-us", f->spin_us,
+                  "tcp: microseconds a rank with nothing to do keeps polling its sockets before "
+                  "it sleeps (default 50; 0 with --local ranks above the cores here; 0 when ranks "
+                  "share cores)")
+      ->check(Count(0, 100000));
   f->ranks.AddTo(net);
   net->add_option("--transport", f->transport, "tcp (sockets) or fabric (libfabric)")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "bench/verdict.h"
@@ -59,6 +60,26 @@ TEST(BenchNetCliTest, TheRingsSliceAndCountAreFlags) {
   ExpectCorrect(r.report, {"allreduce"});
   EXPECT_EQ(r.report["inventory"]["tests"]["allreduce"]["rings"], 1);
   EXPECT_EQ(r.report["inventory"]["tests"]["allreduce"]["slice_bytes"], 1028);
+}
+
+// How a TCP rank waits is reported: the spin (a flag; none by default when the --local ranks
+// outnumber the cores) and the bytes a receive waits for.
+TEST(BenchNetCliTest, TheSpinIsAFlagAndReported) {
+  JsonRun r = RunTocsinJson(Args({"--local", "2", "-t", "p2p", "-b", "1K", "-e", "1K", "-n", "2",
+                                  "--straggler-ratio", "0", "--spin-us", "7"}));
+  ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+  EXPECT_EQ(r.report["inventory"]["transport"]["spin_us"], 7);
+  EXPECT_EQ(r.report["inventory"]["transport"]["wake_bytes"], 1 << 20);
+  r = RunTocsinJson(Args({"--local", "3", "-t", "p2p", "-b", "1K", "-e", "1K", "-n", "1", "-w",
+                          "0", "--straggler-ratio", "0"}));
+  ASSERT_EQ(r.exit_code, 0) << r.report.dump(1);
+  EXPECT_EQ(r.report["inventory"]["transport"]["spin_us"],
+            std::thread::hardware_concurrency() < 3 ? 0 : 50);
+  for (const char* bad : {"-1", "1e9", "lots"}) {
+    RunResult u = RunBinary(TOCSIN_BINARY, Args({"--local", "2", "--spin-us", bad}));
+    EXPECT_EQ(u.exit_code, 2) << bad << u.out << u.err;
+    EXPECT_NE(u.err.find("--spin-us"), std::string::npos) << u.err;
+  }
 }
 
 TEST(BenchNetCliTest, EveryTestOverBothTransportsLocally) {
