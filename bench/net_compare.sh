@@ -188,7 +188,7 @@ fi
 p2p_profile() {  # path size [binary]
   local path=$1 size=$2 port=$((29600 + RANDOM % 300)) n w=3 bin=${3:-$BIN}
   n=$([ "$size" -ge $((64 << 20)) ] && echo 40 || echo 400)
-  local args=(bench net -t p2p -b "$size" -e "$size" -n $n -w $w -c 0 --straggler-ratio 0 -o json
+  local args=(bench net -t p2p -b "$size" -e "$size" -n "$n" -w "$w" -c 0 --straggler-ratio 0 -o json
               --transport tcp)
   local ev=task-clock,context-switches,raw_syscalls:sys_enter,user_time,system_time
   if [ "$path" = lo ]; then
