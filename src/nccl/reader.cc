@@ -112,6 +112,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
   std::vector<std::thread> workers;
   for (size_t t = 0; t < std::min<size_t>(static_cast<size_t>(threads), n_chunks); ++t) {
     workers.emplace_back([&] {
+      std::vector<char> buffer;  // one per thread, reused chunk after chunk
       while (true) {
         size_t c;
         {
@@ -123,12 +124,14 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
         auto a = std::make_unique<Analyzer>(chunk_options);
         a->BeginInput(name);
         a->DisablePerf();
-        LineReader reader = LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c]);
+        LineReader reader =
+            LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c], std::move(buffer));
         Status st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool cut) {
           if (cut) a->NoteLongLine();
           a->FeedLine(line, nullptr, reader.word_at());
         });
         a->EndInput(reader.bytes_read());
+        buffer = std::move(reader).TakeBuffer();
         std::lock_guard<std::mutex> lock(mu);
         done[c] = {std::move(a), st, true};
         failed = failed || !st.ok();

@@ -9,11 +9,14 @@
 
 namespace tocsin {
 
-LineReader::LineReader(int fd, size_t max_line, size_t buffer)
-    : fd_(fd), max_line_(max_line), buf_(std::max(buffer, max_line + 1)) {}
+LineReader::LineReader(int fd, size_t max_line, size_t buffer, std::vector<char> reuse)
+    : fd_(fd), max_line_(max_line), buf_(std::move(reuse)) {
+  size_t want = std::max(buffer, max_line + 1);
+  if (buf_.size() != want) buf_.assign(want, 0);
+}
 
-LineReader LineReader::Range(int fd, uint64_t offset, uint64_t length) {
-  LineReader reader(fd);
+LineReader LineReader::Range(int fd, uint64_t offset, uint64_t length, std::vector<char> reuse) {
+  LineReader reader(fd, 64 << 10, 1 << 20, std::move(reuse));
   reader.ranged_ = true;
   reader.pos_ = offset;
   reader.limit_ = offset + length;

@@ -59,6 +59,34 @@ TEST(LineReaderTest, CutsOverlongLinesAndKeepsGoing) {
   EXPECT_EQ(cut, 2);
 }
 
+// A buffer handed from one ranged reader to the next still holds the first one's bytes: none of
+// them may show up in the second's lines, and the buffer is not reallocated.
+TEST(LineReaderTest, ARangeReusesTheLastRangesBufferWithoutItsBytes) {
+  char path[] = "/tmp/line_reader_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  std::string first = std::string(3000, 'N') + " NCCL first\n";
+  std::string second = "x\nNCCL second\ny";
+  std::string text = first + second;
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  auto lines_of = [](LineReader& r) {
+    std::vector<std::string> out;
+    EXPECT_TRUE(r.ForEachContaining("NCCL ", '#', [&](std::string_view l, bool) {
+                  out.emplace_back(l);
+                }).ok());
+    return out;
+  };
+  LineReader a = LineReader::Range(fd, 0, first.size());
+  EXPECT_EQ(lines_of(a), (std::vector<std::string>{std::string(3000, 'N') + " NCCL first"}));
+  std::vector<char> buffer = std::move(a).TakeBuffer();
+  const char* data = buffer.data();
+  LineReader b = LineReader::Range(fd, first.size(), second.size(), std::move(buffer));
+  EXPECT_EQ(lines_of(b), (std::vector<std::string>{"NCCL second"}));
+  EXPECT_EQ(std::move(b).TakeBuffer().data(), data);
+  close(fd);
+}
+
 // Differential: NextContaining and ForEachContaining must return exactly the lines Next returns
 // that hold the word or the mark, whatever the buffer size and however the input is split.
 TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
