@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
 C
 mpicc -O2 -o "$DIR/allreduce" "$DIR/allreduce.c"
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The median of the numbers read (a failed run is recorded as NA and left out; NA when none ran).
+median() { grep -E '^[0-9.]+' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'; }
 runs() { for _ in $(seq "$RUNS"); do "$@"; done | median; }
 col() { awk -v c="$1" '{print $c}' | median; }  # median of one column
 inA() { if [ "$1" = ns ]; then shift; ip netns exec "${NS}a" "$@"; else shift; "$@"; fi; }
@@ -155,25 +156,32 @@ for path in lo ns; do
     for round in $(seq "$RUNS"); do
       for k in $(seq 0 $((nt - 1))); do
         tool=${P2P_TOOLS[$(((round + k) % nt))]}
+        v=
         case $tool in
-          t) v=$(tocsin_p2p $path $size --transport tcp) ;;
-          f) v=$(tocsin_p2p $path $size --transport fabric --provider tcp) ;;
-          p) v=$(pingpong $path $size) ;;
-          u) v=$(ucx $path $size) ;;
-          i) v=$(iperf $path $size) ;;
-          b) v=$(P2P_BIN=$BEFORE tocsin_p2p $path $size --transport tcp) ;;
+          t) v=$(tocsin_p2p $path $size --transport tcp) || v= ;;
+          f) v=$(tocsin_p2p $path $size --transport fabric --provider tcp) || v= ;;
+          p) v=$(pingpong $path $size) || v= ;;
+          u) v=$(ucx $path $size) || v= ;;
+          i) v=$(iperf $path $size) || v= ;;
+          b) v=$(P2P_BIN=$BEFORE tocsin_p2p $path $size --transport tcp) || v= ;;
         esac
-        echo "${v:-0}" >> "$DIR/p2p_$tool"
+        [[ $v =~ ^[0-9.]+$ ]] || { v=NA; echo "p2p: $tool failed ($path, $size bytes, round $round)" >&2; }
+        echo "$v" >> "$DIR/p2p_$tool"
       done
     done
+    # A round where a tool failed has no ratio: a missing yardstick would flatter tocsin.
     paste "$DIR"/p2p_t "$DIR"/p2p_f "$DIR"/p2p_p "$DIR"/p2p_u |
-      awk '{m = $1 > $2 ? $1 : $2; y = $3 > $4 ? $3 : $4; print (y > 0 ? m / y : 0)}' > "$DIR/p2p_r"
+      awk '$0 !~ /NA/ {m = $1 > $2 ? $1 : $2; y = $3 > $4 ? $3 : $4; if (y > 0) print m / y}' \
+      > "$DIR/p2p_r"
     [ -n "$BEFORE" ] && echo "tocsin tcp before ($BEFORE), $path $size: $(median < "$DIR/p2p_b") GB/s"
     awk -v path=$path -v s=$size -v t="$(median < "$DIR/p2p_t")" -v f="$(median < "$DIR/p2p_f")" \
         -v p="$(median < "$DIR/p2p_p")" -v u="$(median < "$DIR/p2p_u")" \
-        -v i="$(median < "$DIR/p2p_i")" -v r="$(median < "$DIR/p2p_r")" 'BEGIN {
-      printf "| %s | %d MiB | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
-        path == "lo" ? "loopback" : "netns veth", s / 1048576, t, f, p, u, i, r }' >> "$DIR/p2p_table"
+        -v i="$(median < "$DIR/p2p_i")" -v r="$(median < "$DIR/p2p_r")" '
+      function g(x) { return x ~ /^[0-9.]+$/ ? sprintf("%.2f", x) : "NA" }
+      BEGIN {
+        printf "| %s | %d MiB | %s | %s | %s | %s | %s | %s |\n",
+          path == "lo" ? "loopback" : "netns veth", s / 1048576, g(t), g(f), g(p), g(u), g(i), g(r) }' \
+      >> "$DIR/p2p_table"
   done
 done
 echo "| path | size | tocsin tcp | tocsin fabric (tcp) | fi_pingpong tcp | ucx_perftest tcp | iperf3 (1 MiB writes) | tocsin best / best of fi_pingpong, ucx_perftest (median of rounds) |"
@@ -192,18 +200,21 @@ p2p_profile() {  # path size [binary]
               --transport tcp)
   local ev=task-clock,context-switches,raw_syscalls:sys_enter,user_time,system_time
   if [ "$path" = lo ]; then
-    perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --local 2 > "$DIR/prof.json"
+    perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --local 2 > "$DIR/prof.json" ||
+      return 1
     : > "$DIR/perf1"
   else
     export TOCSIN_BENCH_TOKEN=b
     inB ns perf stat -x, -e $ev -o "$DIR/perf1" "$bin" "${args[@]}" --rank 1 --world-size 2 \
       --coordinator 10.79.0.1:$port > /dev/null &
+    local other=$!
     inA ns perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --rank 0 --world-size 2 \
-      --coordinator 10.79.0.1:$port > "$DIR/prof.json"
-    wait
+      --coordinator 10.79.0.1:$port > "$DIR/prof.json" || { wait $other; return 1; }
+    wait $other || return 1
   fi
-  local rate
-  rate=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/prof.json")
+  local rate  # (a function called with || runs without set -e: each step is checked)
+  rate=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/prof.json" 2>/dev/null) ||
+    return 1
   cat "$DIR/perf0" "$DIR/perf1" | awk -F, -v bytes=$((2 * (n + w) * size)) -v rate="$rate" '
     $3 == "task-clock" {cpu += $1 / 1e3} $3 == "context-switches" {cs += $1}
     $3 ~ /sys_enter/ {sc += $1} $3 == "user_time" {u += $1 / 1e9} $3 == "system_time" {s += $1 / 1e9}
@@ -221,12 +232,15 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for path in lo ns; do
   for size in $P2P_SIZES; do
     rm -f "$DIR"/prof_*
-    for _ in $(seq "$RUNS"); do  # now and before alternate
-      p2p_profile $path $size >> "$DIR/prof_now"
-      [ -n "$BEFORE" ] && p2p_profile $path $size "$BEFORE" >> "$DIR/prof_before"
+    for _ in $(seq "$RUNS"); do  # now and before alternate; a failed run is left out
+      p2p_profile $path $size >> "$DIR/prof_now" || echo "profile failed ($path, $size)" >&2
+      if [ -n "$BEFORE" ]; then
+        p2p_profile $path $size "$BEFORE" >> "$DIR/prof_before" ||
+          echo "profile of $BEFORE failed ($path, $size)" >&2
+      fi
     done
     for b in now before; do
-      [ -f "$DIR/prof_$b" ] || continue
+      [ -s "$DIR/prof_$b" ] || continue  # (no run succeeded)
       awk -v path=$path -v s=$size -v b=$b -v c="$(col 1 < "$DIR/prof_$b")" \
           -v k="$(col 2 < "$DIR/prof_$b")" -v y="$(col 3 < "$DIR/prof_$b")" \
           -v x="$(col 4 < "$DIR/prof_$b")" -v g="$(col 5 < "$DIR/prof_$b")" 'BEGIN {

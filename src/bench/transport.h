@@ -86,8 +86,8 @@ class Transport {
   int failed_peer_ = -1;
 };
 
-// How the TCP transport waits. Defaults measured (docs/BENCHMARKS.md): woken at 1 MiB, a
-// 4 MiB message streams at ~1.5x the rate of waking per segment; spinning 50 us before sleeping
+// How the TCP transport waits. Defaults measured (docs/BENCHMARKS.md): woken at 1 MiB and
+// spinning 50 us before sleeping, p2p streams 1.3-1.6x faster than woken per segment; the spin
 // is what a rank with a core of its own wants (set 0 when ranks share cores).
 struct TcpOptions {
   static constexpr int kDefaultSpinUs = 50;

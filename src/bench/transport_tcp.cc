@@ -3,10 +3,12 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -166,13 +168,18 @@ class TcpTransport : public Transport {
     return std::max<size_t>(1, std::min(want, options_.wake_bytes));
   }
   // SO_RCVLOWAT, set only when it changes. The kernel still wakes the poll at once on an
-  // error, the peer's close, or memory pressure.
+  // error, the peer's close, or memory pressure. Should the call fail, the kernel's default (1)
+  // is put back, so that a larger value left from before cannot hold up a smaller receive.
   void WakeAt(int peer, size_t bytes) {
-    int v = static_cast<int>(bytes);
+    int v = static_cast<int>(std::min<size_t>(bytes, INT_MAX));
     if (lowat_[peer] == v) return;
-    if (setsockopt(socks_[peer].get(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
+    int fd = socks_[peer].get();
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) {
       lowat_[peer] = v;
+      return;
     }
+    int one = 1;
+    lowat_[peer] = setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one) == 0 ? 1 : -1;
   }
 
   TcpOptions options_;
@@ -357,7 +364,12 @@ bool IsRdmaProvider(const std::string& provider) {
 }
 
 int DefaultSpinUs(int local_ranks) {
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // The CPUs this process may run on (a cpuset or taskset may allow fewer than are online).
+  cpu_set_t set;
+  unsigned cores = sched_getaffinity(0, sizeof set, &set) == 0
+                       ? static_cast<unsigned>(CPU_COUNT(&set))
+                       : std::thread::hardware_concurrency();
+  cores = std::max(1u, cores);
   return local_ranks > 0 && static_cast<unsigned>(local_ranks) > cores ? 0
                                                                        : TcpOptions::kDefaultSpinUs;
 }

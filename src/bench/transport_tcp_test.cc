@@ -164,7 +164,9 @@ TEST(TcpTransportTest, AReceiveIsWokenForWhatIsLeftOfItsSlice) {
   // waiting for it.
   size_t head = (1 << 20) + 100;
   ASSERT_OK(w.t0->SendRecv(1, out.data(), head, -1, nullptr, 0, ranks::DeadlineIn(20s)));
-  WaitUntilInPoll(first_slice.get_future().get());
+  auto tid = first_slice.get_future();
+  ASSERT_EQ(tid.wait_for(20s), std::future_status::ready) << "no first slice";
+  WaitUntilInPoll(tid.get());
   ASSERT_OK(w.t0->SendRecv(1, out.data() + head, out.size() - head, -1, nullptr, 0,
                            ranks::DeadlineIn(20s)));
   Status st = recv1.get();
@@ -187,9 +189,16 @@ TEST(TcpTransportTest, ASpinningReceiveStillKeepsItsDeadline) {
   TwoRanks w(TcpOptions{.spin_us = 100000, .wake_bytes = 1 << 20});
   w.ConnectAndTalk(10s);
   char in[64];
+  auto start = std::chrono::steady_clock::now();
   Status st = w.t1->SendRecv(-1, nullptr, 0, 0, in, sizeof in, ranks::DeadlineIn(300ms));
   EXPECT_EQ(st.code(), StatusCode::kTimeout) << st.ToString();
   EXPECT_NE(st.message().find("receiving from"), std::string::npos) << st.ToString();
+  // The deadline, overshot by one spin at most (100 ms), with room for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // An abort (the coordinator's) ends the wait too, spin or not.
+  ASSERT_EQ(write(w.abort1.fds[1], "x", 1), 1);
+  st = w.t1->SendRecv(-1, nullptr, 0, 0, in, sizeof in, ranks::DeadlineIn(30s));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
 }
 
 TEST(TcpTransportTest, RanksThatOutnumberTheCoresDoNotSpin) {

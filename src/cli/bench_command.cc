@@ -272,8 +272,8 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
       ->capture_default_str();
   net->add_option("--spin-us", f->spin_us,
                   "tcp: microseconds a rank with nothing to do keeps polling its sockets before "
-                  "it sleeps (default 50; 0 with --local ranks above the cores here; 0 when ranks "
-                  "share cores)")
+                  "it sleeps (default 50, or 0 with more --local ranks than CPUs here; set 0 when "
+                  "ranks started separately share cores)")
       ->check(Count(0, 100000));
   f->ranks.AddTo(net);
   net->add_option("--transport", f->transport, "tcp (sockets) or fabric (libfabric)")
