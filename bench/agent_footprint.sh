@@ -48,13 +48,19 @@ KC
 PIDS+=($!)
 AGENT=$!
 # The kubelet's PodResources socket (a fake serving one pod with the node's 8 GPUs and 8 HCAs):
-# the agent with writes also attributes devices to pods, as deployed (issue 20's budget).
-python3 - "$WORK/answer.json" <<'ANSWER'
-import json, sys
-ids = lambda prefix: [f"{prefix}{i}" for i in range(8)]
-json.dump({"pods": [{"namespace": "ml", "name": "llm-0", "containers": [{"name": "trainer",
-    "devices": [{"resource": "nvidia.com/gpu", "ids": ids("GPU-bench-")},
-                {"resource": "rdma/hca_shared_devices_a", "ids": ids("mlx5_")}]}]}]},
+# the agent with writes also attributes devices to pods, as deployed (issue 20's budget). The pod
+# is the training job's pod on gpu-node-01 in the API server's snapshot (so its labels are read
+# and it is exported); its HCAs by PCI address, as an SR-IOV or host-device plugin gives them (the
+# fixture's GPUs have no driver information files: their UUIDs count as unresolved).
+python3 - "$WORK/answer.json" "$ROOT" <<'ANSWER'
+import json, os, sys
+ib = os.path.join(sys.argv[2], "sys/class/infiniband")
+hcas = sorted(os.path.basename(os.path.realpath(os.path.join(ib, d, "device")))
+              for d in os.listdir(ib))
+json.dump({"pods": [{"namespace": "ml", "name": "llama-pt-master-0",
+                     "containers": [{"name": "trainer", "devices": [
+                         {"resource": "nvidia.com/gpu", "ids": [f"GPU-bench-{i}" for i in range(8)]},
+                         {"resource": "nvidia.com/hostdev", "ids": hcas}]}]}]},
           open(sys.argv[1], "w"))
 ANSWER
 /usr/bin/python3 tests/podresources/fake_kubelet.py --socket "$WORK/kubelet.sock" \
@@ -62,14 +68,14 @@ ANSWER
 PIDS+=($!)
 for _ in $(seq 100); do grep -q ready "$WORK/kubelet.out" 2>/dev/null && break; sleep 0.1; done
 grep -q ready "$WORK/kubelet.out" || { echo "the fake kubelet did not start: $(cat "$WORK/kubelet.log")" >&2; exit 1; }
-NODE_NAME=gpu-node-01 KUBECONFIG= "$BIN" agent --root "$ROOT" --listen 127.0.0.1:19465 \
+NODE_NAME=gpu-node-01 KUBECONFIG='' "$BIN" agent --root "$ROOT" --listen 127.0.0.1:19465 \
   --kubeconfig "$WORK/kubeconfig" --pod-resources-socket "$WORK/kubelet.sock" --reconcile 5s \
   --heartbeat 5s 2>"$WORK/agent-kube.log" &
 PIDS+=($!)
 AGENT_KUBE=$!
 # The same with every API call in the agent's own process (libcurl mapped for good): the
 # footprint before the calls moved into a short-lived child each.
-NODE_NAME=gpu-node-01 KUBECONFIG= "$BIN" agent --root "$ROOT" --listen 127.0.0.1:19466 \
+NODE_NAME=gpu-node-01 KUBECONFIG='' "$BIN" agent --root "$ROOT" --listen 127.0.0.1:19466 \
   --kubeconfig "$WORK/kubeconfig" --no-pod-resources --reconcile 5s --heartbeat 5s \
   --kube-in-process 2>"$WORK/agent-kube-inproc.log" &
 PIDS+=($!)
