@@ -95,9 +95,11 @@ struct TcpOptions {
   size_t wake_bytes = 1 << 20;
 };
 
-// The spin for `local_ranks` ranks started on this machine (0: ranks elsewhere, one here): none
-// when they outnumber its cores, where one rank's spin takes the core another needs.
-int DefaultSpinUs(int local_ranks);
+// The spin for a rank of `world`: none when the ranks on this machine outnumber the CPUs this
+// process may use, where one rank's spin takes the core another needs. Every rank is on this
+// machine when they meet at a loopback coordinator (`--local`, whose ranks are started with
+// 127.0.0.1; or a run on one host); otherwise one rank per machine is assumed.
+int DefaultSpinUs(const ranks::WorldOptions& world);
 
 // Plain TCP sockets on the interface of `ip` (a full mesh, one connection per pair).
 Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int rank,

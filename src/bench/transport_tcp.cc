@@ -363,15 +363,18 @@ bool IsRdmaProvider(const std::string& provider) {
   return false;
 }
 
-int DefaultSpinUs(int local_ranks) {
+int DefaultSpinUs(const ranks::WorldOptions& world) {
+  auto hp = ranks::SplitHostPort(world.coordinator);
+  bool one_host = hp.ok() && (hp->first == "localhost" || hp->first == "::1" ||
+                              hp->first.starts_with("127."));
+  if (!one_host || world.world_size <= 1) return TcpOptions::kDefaultSpinUs;
   // The CPUs this process may run on (a cpuset or taskset may allow fewer than are online).
   cpu_set_t set;
   unsigned cores = sched_getaffinity(0, sizeof set, &set) == 0
                        ? static_cast<unsigned>(CPU_COUNT(&set))
                        : std::thread::hardware_concurrency();
   cores = std::max(1u, cores);
-  return local_ranks > 0 && static_cast<unsigned>(local_ranks) > cores ? 0
-                                                                       : TcpOptions::kDefaultSpinUs;
+  return static_cast<unsigned>(world.world_size) > cores ? 0 : TcpOptions::kDefaultSpinUs;
 }
 
 Result<std::unique_ptr<Transport>> CreateTcpTransport(const std::string& ip, int rank,

@@ -201,10 +201,21 @@ TEST(TcpTransportTest, ASpinningReceiveStillKeepsItsDeadline) {
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
 }
 
+// Ranks that meet at a loopback coordinator all run here (--local starts its ranks that way):
+// more of them than CPUs do not spin, on every rank. Elsewhere one rank per machine is assumed.
 TEST(TcpTransportTest, RanksThatOutnumberTheCoresDoNotSpin) {
-  EXPECT_EQ(DefaultSpinUs(0), TcpOptions::kDefaultSpinUs);  // one rank here
-  EXPECT_EQ(DefaultSpinUs(1), TcpOptions::kDefaultSpinUs);
-  EXPECT_EQ(DefaultSpinUs(1 << 20), 0);
+  auto world = [](int n, const std::string& coordinator) {
+    ranks::WorldOptions w;
+    w.world_size = n;
+    w.coordinator = coordinator;
+    return w;
+  };
+  for (const char* here : {"127.0.0.1:0", "127.0.0.1:29500", "localhost:29500", "[::1]:29500"}) {
+    EXPECT_EQ(DefaultSpinUs(world(1 << 20, here)), 0) << here;
+    EXPECT_EQ(DefaultSpinUs(world(1, here)), TcpOptions::kDefaultSpinUs) << here;
+  }
+  EXPECT_EQ(DefaultSpinUs(world(1 << 20, "10.0.0.1:29500")), TcpOptions::kDefaultSpinUs);
+  EXPECT_EQ(DefaultSpinUs(world(1 << 20, "node-a:29500")), TcpOptions::kDefaultSpinUs);
 }
 
 }  // namespace

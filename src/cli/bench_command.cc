@@ -97,7 +97,6 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   if (!slice) return usage("--slice: not a size: \"" + f.slice + "\" (e.g. 256K, 1M)");
   o.ring.slice_bytes = *slice;
   o.ring.rings = f.rings;
-  o.tcp.spin_us = f.spin_us >= 0 ? f.spin_us : bench::DefaultSpinUs(f.ranks.local);
   o.factor = f.factor;
   o.warmup = f.warmup;
   o.iters = f.iters;
@@ -115,6 +114,7 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
     return usage(st.message());
   }
   if (o.world.world_size == 1 && o.world.coordinator.empty()) o.world.coordinator = "127.0.0.1:0";
+  o.tcp.spin_us = f.spin_us >= 0 ? f.spin_us : bench::DefaultSpinUs(o.world);
   if (Status st = bench::ValidateNetBench(o); !st.ok()) {
     return usage(st.message());
   }
@@ -272,8 +272,9 @@ std::vector<Command> AddBenchCommands(CLI::App& parent) {
       ->capture_default_str();
   net->add_option("--spin-us", f->spin_us,
                   "tcp: microseconds a rank with nothing to do keeps polling its sockets before "
-                  "it sleeps (default 50, or 0 with more --local ranks than CPUs here; set 0 when "
-                  "ranks started separately share cores)")
+                  "it sleeps (default 50; 0 when the ranks meet at a loopback coordinator, as "
+                  "--local's do, and outnumber the CPUs; set 0 when ranks started separately "
+                  "share cores)")
       ->check(Count(0, 100000));
   f->ranks.AddTo(net);
   net->add_option("--transport", f->transport, "tcp (sockets) or fabric (libfabric)")
