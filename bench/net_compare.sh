@@ -95,27 +95,38 @@ mpicc -O2 -o "$DIR/allreduce" "$DIR/allreduce.c"
 
 # The median of the numbers read (a failed run is recorded as NA and left out; NA when none ran).
 median() { grep -E '^[0-9.]+' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'; }
-runs() { for _ in $(seq "$RUNS"); do "$@"; done | median; }
 col() { awk -v c="$1" '{print $c}' | median; }  # median of one column
 inA() { if [ "$1" = ns ]; then shift; ip netns exec "${NS}a" "$@"; else shift; "$@"; fi; }
 inB() { if [ "$1" = ns ]; then shift; ip netns exec "${NS}b" "$@"; else shift; "$@"; fi; }
 addr() { [ "$1" = ns ] && echo 10.79.0.1 || echo 127.0.0.1; }
 iters() { [ "$1" -ge $((64 << 20)) ] && echo 10 || echo 200; }
 
-tocsin_p2p() {  # path size transport... (the binary: $P2P_BIN, default $BIN)
+p2p_busbw() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$1"; }
+# One tocsin p2p run (3 warm-ups); prints its busbw. $P2P_BIN: the binary (default $BIN);
+# $P2P_ITERS: timed iterations (default by size); $P2P_PERF=1: each rank under `perf stat`, its
+# counters in $DIR/perf0 and $DIR/perf1 (with --local, perf0 counts both ranks).
+PERF_EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,user_time,system_time
+tocsin_p2p() {  # path size transport...
   local path=$1 size=$2 port=$((29600 + RANDOM % 300)) bin=${P2P_BIN:-$BIN}; shift 2
-  local args=(bench net -t p2p -b "$size" -e "$size" -n "$(iters "$size")" -w 3 -c 0
-              --straggler-ratio 0 -o json "$@")
+  local args=(bench net -t p2p -b "$size" -e "$size" -n "${P2P_ITERS:-$(iters "$size")}" -w 3
+              -c 0 --straggler-ratio 0 -o json "$@")
+  local perf0=() perf1=()
+  if [ -n "${P2P_PERF:-}" ]; then
+    perf0=(perf stat -x "," -e "$PERF_EVENTS" -o "$DIR/perf0")
+    perf1=(perf stat -x "," -e "$PERF_EVENTS" -o "$DIR/perf1")
+  fi
+  : > "$DIR/perf1"
   if [ "$path" = lo ]; then
-    "$bin" "${args[@]}" --local 2 > "$DIR/p2p.json"
+    "${perf0[@]}" "$bin" "${args[@]}" --local 2 > "$DIR/p2p.json"
   else
     export TOCSIN_BENCH_TOKEN=b  # (a flag would warn: ps shows it)
-    inB ns "$bin" "${args[@]}" --rank 1 --world-size 2 --coordinator 10.79.0.1:$port > /dev/null &
-    inA ns "$bin" "${args[@]}" --rank 0 --world-size 2 --coordinator 10.79.0.1:$port \
-      > "$DIR/p2p.json"
+    inB ns "${perf1[@]}" "$bin" "${args[@]}" --rank 1 --world-size 2 \
+      --coordinator 10.79.0.1:$port > /dev/null &
+    inA ns "${perf0[@]}" "$bin" "${args[@]}" --rank 0 --world-size 2 \
+      --coordinator 10.79.0.1:$port > "$DIR/p2p.json"
     wait
   fi
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/p2p.json"
+  p2p_busbw "$DIR/p2p.json"
 }
 iperf() {  # path size: one stream, 1 MiB writes (iperf3 refuses larger blocks), 3 s
   local port=$((5200 + RANDOM % 50))
@@ -194,28 +205,13 @@ fi
 # that start-up is a small share. Per GB moved (both directions, warm-ups included): CPU seconds
 # (both ranks, user + sys) and the share of it in the kernel, syscalls and context switches per MB.
 p2p_profile() {  # path size [binary]
-  local path=$1 size=$2 port=$((29600 + RANDOM % 300)) n w=3 bin=${3:-$BIN}
+  local size=$2 n rate
   n=$([ "$size" -ge $((64 << 20)) ] && echo 40 || echo 400)
-  local args=(bench net -t p2p -b "$size" -e "$size" -n "$n" -w "$w" -c 0 --straggler-ratio 0 -o json
-              --transport tcp)
-  local ev=task-clock,context-switches,raw_syscalls:sys_enter,user_time,system_time
-  if [ "$path" = lo ]; then
-    perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --local 2 > "$DIR/prof.json" ||
-      return 1
-    : > "$DIR/perf1"
-  else
-    export TOCSIN_BENCH_TOKEN=b
-    inB ns perf stat -x, -e $ev -o "$DIR/perf1" "$bin" "${args[@]}" --rank 1 --world-size 2 \
-      --coordinator 10.79.0.1:$port > /dev/null &
-    local other=$!
-    inA ns perf stat -x, -e $ev -o "$DIR/perf0" "$bin" "${args[@]}" --rank 0 --world-size 2 \
-      --coordinator 10.79.0.1:$port > "$DIR/prof.json" || { wait $other; return 1; }
-    wait $other || return 1
-  fi
-  local rate  # (a function called with || runs without set -e: each step is checked)
-  rate=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/prof.json" 2>/dev/null) ||
-    return 1
-  cat "$DIR/perf0" "$DIR/perf1" | awk -F, -v bytes=$((2 * (n + w) * size)) -v rate="$rate" '
+  # (called with ||, so without set -e: the run's result is checked here)
+  rate=$(P2P_PERF=1 P2P_ITERS=$n P2P_BIN=${3:-$BIN} tocsin_p2p "$1" "$size" --transport tcp \
+         2>/dev/null) || return 1
+  [[ $rate =~ ^[0-9.]+$ ]] || return 1
+  cat "$DIR/perf0" "$DIR/perf1" | awk -F, -v bytes=$((2 * (n + 3) * size)) -v rate="$rate" '
     $3 == "task-clock" {cpu += $1 / 1e3} $3 == "context-switches" {cs += $1}
     $3 ~ /sys_enter/ {sc += $1} $3 == "user_time" {u += $1 / 1e9} $3 == "system_time" {s += $1 / 1e9}
     END {gb = bytes / 1e9; mb = bytes / 1e6
@@ -330,7 +326,7 @@ p2p_bridge() {  # tocsin p2p 64 MiB between r0 and r1, on the allreduce's path
   inR 1 timeout 300 "$BIN" "${args[@]}" --rank 1 > /dev/null &
   inR 0 timeout 300 "$BIN" "${args[@]}" --rank 0 > "$DIR/p2p.json"
   wait
-  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inventory"]["tests"]["p2p"]["rows"][0]["busbw_gbps"])' "$DIR/p2p.json"
+  p2p_busbw "$DIR/p2p.json"
 }
 
 if [[ " $SECTIONS " == *" allreduce "* ]]; then

@@ -72,8 +72,7 @@ class TcpTransport : public Transport {
     if (xs.size() > kMaxTransfers) return Status::InvalidArgument("too many transfers");
     if (!on_slice) slice = 0;
     size_t done[kMaxTransfers] = {}, handed[kMaxTransfers] = {};
-    int idle = 0;
-    ranks::SteadyClock::time_point spin_since;
+    std::optional<ranks::SteadyClock::time_point> idle_since;  // no progress since then
     auto finished = [&] {
       for (size_t i = 0; i < xs.size(); ++i) {
         if (done[i] < xs[i].len) return false;
@@ -107,7 +106,7 @@ class TcpTransport : public Transport {
         }
       }
       if (progress) {
-        idle = 0;
+        idle_since.reset();
         continue;
       }
       // Nothing moved: try again for up to spin_us before sleeping in poll. A peer on another
@@ -115,9 +114,9 @@ class TcpTransport : public Transport {
       // NCCL's socket threads, which loop over their sockets while a transfer is in flight).
       if (options_.spin_us > 0) {
         auto now = ranks::SteadyClock::now();
-        if (idle++ == 0) spin_since = now;
-        if (now - spin_since < std::chrono::microseconds(options_.spin_us)) continue;
-        idle = 0;
+        if (!idle_since) idle_since = now;
+        if (now - *idle_since < std::chrono::microseconds(options_.spin_us)) continue;
+        idle_since.reset();
       }
       // One entry per socket (a peer both sent to and received from shares one), then the abort.
       pollfd fds[kMaxTransfers + 1];
