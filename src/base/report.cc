@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "base/strings.h"
 #include "tocsin/version.h"
@@ -194,29 +195,31 @@ void SortFindings(std::vector<Finding>& findings, FindingOrder order) {
   });
 }
 
-nlohmann::json ReportToJson(const Report& report) {
+nlohmann::json ReportToJson(Report report) {
+  std::string status = StatusName(report.findings);
+  SortFindings(report.findings, report.order);  // as Sorted, in place: the report is ours
   nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : Sorted(report)) {
+  for (auto& f : report.findings) {
     findings.push_back({{"check", f.check},
                         {"severity", SeverityName(f.severity)},
                         {"subject", f.subject},
                         {"message", f.message},
                         {"since", f.since ? nlohmann::json(FormatRfc3339(*f.since)) : nullptr},
-                        {"evidence", f.evidence}});
+                        {"evidence", std::move(f.evidence)}});
   }
   return {{"tocsin_version", kVersion},
           {"command", report.command},
           {"host", report.host},
           {"generated_at", FormatRfc3339(report.generated_at)},
-          {"status", StatusName(report.findings)},
+          {"status", std::move(status)},
           {"findings", std::move(findings)},
-          {"inventory", report.inventory}};
+          {"inventory", std::move(report.inventory)}};
 }
 
-std::string RenderReport(const Report& report, OutputFormat format, size_t width) {
+std::string RenderReport(Report report, OutputFormat format, size_t width) {
   if (format != OutputFormat::kTable) {
     // Replace invalid UTF-8 (it can come from sysfs or log text) instead of throwing.
-    return ReportToJson(report).dump(format == OutputFormat::kJson ? 2 : -1, ' ', false,
+    return ReportToJson(std::move(report)).dump(format == OutputFormat::kJson ? 2 : -1, ' ', false,
                                      nlohmann::json::error_handler_t::replace) +
            "\n";
   }

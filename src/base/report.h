@@ -53,11 +53,12 @@ std::optional<Severity> WorstSeverity(const std::vector<Finding>& findings);
 void SortFindings(std::vector<Finding>& findings, FindingOrder order = FindingOrder::kBySeverity);
 
 // {"tocsin_version","command","host","generated_at","status","findings":[...],"inventory":{...}}
-nlohmann::json ReportToJson(const Report& report);
+// By value: a caller done with its report moves it in, and its inventory is not copied.
+nlohmann::json ReportToJson(Report report);
 // Tables wider than `width` columns wrap their widest column (`-o table`: the terminal's width,
 // or kTableWidth when the output is not a terminal).
 constexpr size_t kTableWidth = 100;
-std::string RenderReport(const Report& report, OutputFormat format, size_t width = kTableWidth);
+std::string RenderReport(Report report, OutputFormat format, size_t width = kTableWidth);
 
 // 0 when no finding is at or above fail_on (or observe_only), else 1.
 int ExitCodeFor(const Report& report, Severity fail_on, bool observe_only);

@@ -69,7 +69,7 @@ int RunAudit(const AuditFlags& f) {
   report.inventory = audit::Inventory(snapshot, options);
   report.tables = audit::Tables(snapshot, options);
   if (f.summary) report.tables.insert(report.tables.begin(), audit::SummaryTable(report.findings));
-  return f.report.Emit(report);
+  return f.report.Emit(std::move(report));
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ std::function<void(const std::string&)> ProgressPrinter(const ReportFlags& flags
 // The report, after a blank line when progress rows came before it.
 int EmitAfterProgress(const ReportFlags& flags, const Report& report, bool progress_printed) {
   if (progress_printed) std::fputs("\n", stdout);
-  return flags.Emit(report);
+  return flags.Emit(std::move(report));
 }
 
 struct NetFlags {

@@ -121,7 +121,7 @@ int RunDiff(const DiffFlags& f) {
     std::fflush(stdout);
     return f.report.ExitCode(report);
   }
-  return f.report.Emit(report);
+  return f.report.Emit(std::move(report));
 }
 
 struct SnapshotFlags {

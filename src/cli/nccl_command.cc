@@ -95,7 +95,7 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
   nccl::FillReport(analyzer, report);
   ReportFlags out = f.report;
   out.json_lines = f.follow;  // the events were JSON Lines: the report is one more line
-  return out.Emit(report);
+  return out.Emit(std::move(report));
 }
 
 }  // namespace

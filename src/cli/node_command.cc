@@ -37,7 +37,7 @@ int RunNode(CLI::App* cmd, const NodeCommandFlags& f) {
 
   auto env = NewRootedEnv(f.root);
   Report report = node::BuildReport(*env, options);
-  return f.report.Emit(report);
+  return f.report.Emit(std::move(report));
 }
 
 }  // namespace

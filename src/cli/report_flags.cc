@@ -40,14 +40,15 @@ size_t TableWidth() {
 
 }  // namespace
 
-int ReportFlags::Emit(const Report& report) const {
+int ReportFlags::Emit(Report report) const {
   OutputFormat format = output != "json" ? OutputFormat::kTable
                         : json_lines     ? OutputFormat::kJsonLine
                                          : OutputFormat::kJson;
-  std::string text = RenderReport(report, format, TableWidth());
+  int code = ExitCode(report);
+  std::string text = RenderReport(std::move(report), format, TableWidth());
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
-  return ExitCode(report);
+  return code;
 }
 
 int ReportFlags::ExitCode(const Report& report) const {

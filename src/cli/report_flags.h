@@ -20,8 +20,9 @@ struct ReportFlags {
   void AddTo(CLI::App* cmd, const std::vector<std::string>& formats = {"table", "json"});
   // The exit code for `report` under --fail-on and --observe-only.
   int ExitCode(const Report& report) const;
-  // Prints the report on stdout and returns the exit code.
-  int Emit(const Report& report) const;
+  // Prints the report on stdout and returns the exit code (by value: move a report in that is not
+  // needed afterwards, and it is rendered without a copy).
+  int Emit(Report report) const;
 };
 
 // Prints "tocsin: error: <message>" on stderr and returns kExitUsage.

@@ -345,37 +345,40 @@ nlohmann::json Analyzer::Inventory() const {
   std::set<std::string> hosts;
   std::set<std::string> versions = bare_versions_;
   int nranks = 0;
+  // Built in place, each value moved in: a report on thousands of processes is mostly this.
   for (const auto& [key, p] : processes_) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& r : p.ranks) {
-      ranks.push_back({{"rank", r.rank},
-                       {"nranks", r.nranks},
-                       {"cuda_dev", r.cuda_dev},
-                       {"comm_id", r.comm_id}});
-    }
     nranks += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
     if (!p.host.empty()) hosts.insert(p.host);
     if (!p.version.empty()) versions.insert(p.version);
     std::string inter = p.TransportLabel();
     transports[inter] += static_cast<int>(std::max<size_t>(p.ranks.size(), 1));
-    procs.push_back(
-        {{"host", p.host},
-         {"pid", p.pid >= 0 ? nlohmann::json(p.pid) : nullptr},
-         {"cuda_dev", p.pid >= 0 ? nullptr : nlohmann::json(p.cuda_dev)},
-         {"source", p.source},
-         {"ranks", ranks},
-         {"nccl_version", p.version},
-         {"network", p.network},
-         {"inter_node_transport", inter},
-         {"gdr", p.NetChannelCount() > 0 ? nlohmann::json(p.gdr_channels > 0) : nullptr},
-         {"nics", p.nics},
-         {"ib_no_device", p.ib_no_device},
-         {"plugin_failures", p.plugin_failures},
-         {"ofi_provider", p.ofi_provider},
-         {"channels",
-          {{"net", p.net_channels}, {"net_gdr", p.gdr_channels}, {"intra_node", p.intra_channels}}},
-         {"env", p.env},
-         {"warnings", WarningsJson(p.warnings)}});
+    nlohmann::json& o = procs.emplace_back(nlohmann::json::object());
+    o["host"] = p.host;
+    o["pid"] = p.pid >= 0 ? nlohmann::json(p.pid) : nlohmann::json(nullptr);
+    o["cuda_dev"] = p.pid >= 0 ? nlohmann::json(nullptr) : nlohmann::json(p.cuda_dev);
+    o["source"] = p.source;
+    nlohmann::json& ranks = o["ranks"] = nlohmann::json::array();
+    for (const auto& r : p.ranks) {
+      nlohmann::json& k = ranks.emplace_back(nlohmann::json::object());
+      k["rank"] = r.rank;
+      k["nranks"] = r.nranks;
+      k["cuda_dev"] = r.cuda_dev;
+      k["comm_id"] = r.comm_id;
+    }
+    o["nccl_version"] = p.version;
+    o["network"] = p.network;
+    o["inter_node_transport"] = std::move(inter);
+    o["gdr"] = p.NetChannelCount() > 0 ? nlohmann::json(p.gdr_channels > 0) : nlohmann::json(nullptr);
+    o["nics"] = p.nics;
+    o["ib_no_device"] = p.ib_no_device;
+    o["plugin_failures"] = p.plugin_failures;
+    o["ofi_provider"] = p.ofi_provider;
+    nlohmann::json& channels = o["channels"] = nlohmann::json::object();
+    channels["net"] = p.net_channels;
+    channels["net_gdr"] = p.gdr_channels;
+    channels["intra_node"] = p.intra_channels;
+    o["env"] = p.env;
+    o["warnings"] = WarningsJson(p.warnings);
   }
   nlohmann::json perf = nlohmann::json::array();
   for (const auto& run : perf_.runs()) perf.push_back(ToJson(run));
