@@ -1,9 +1,11 @@
-// The NCCL line parser: ParseLogLine on each line (and LineParser, whose header memo and keyword
-// hint must give the same fields: a difference traps), every message parser on its message, and the
+// The NCCL line parser: ParseLogLine on each line (and LineParser, whose header memo, keyword
+// hint and vouched prefix, as LineReader::same_prefix gives it, must give the same fields: a
+// difference traps), every message parser on its message, and the
 // nccl-tests parser on the same lines (the analyzer's own logic is covered by unit tests; its
 // JSON building would drown libFuzzer in features of header-only library code).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "base/strings.h"
@@ -17,17 +19,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   PerfParser perf;
   LineParser memo;
+  LineParser vouched;
+  std::string_view last;  // the last line holding "NCCL ", fed to `vouched`
   for (auto line : tocsin::Split(text, '\n')) {
     perf.Feed(line);
     auto parsed = ParseLogLine(line);
-    auto memoized = memo.Parse(line, line.find("NCCL "));  // as LineReader::word_at gives it
-    if (parsed.has_value() != memoized.has_value()) __builtin_trap();
-    if (!parsed) continue;
-    if (parsed->kind != memoized->kind || parsed->host != memoized->host ||
-        parsed->pid != memoized->pid || parsed->tid != memoized->tid ||
-        parsed->cuda_dev != memoized->cuda_dev || parsed->message != memoized->message) {
-      __builtin_trap();
+    size_t at = line.find("NCCL ");  // as LineReader::word_at gives it
+    auto memoized = memo.Parse(line, at);
+    std::optional<LogLine> hinted;
+    if (at != std::string_view::npos) {
+      bool same = last.size() >= at + 5 && last.find("NCCL ") == at &&
+                  line.substr(0, at + 5) == last.substr(0, at + 5);
+      hinted = vouched.Parse(line, at, same);
+      last = line;
     }
+    auto differs = [&](const std::optional<LogLine>& other) {
+      return other->kind != parsed->kind || other->host != parsed->host ||
+             other->pid != parsed->pid || other->tid != parsed->tid ||
+             other->cuda_dev != parsed->cuda_dev || other->message != parsed->message;
+    };
+    if (parsed.has_value() != memoized.has_value()) __builtin_trap();
+    if (at != std::string_view::npos && parsed.has_value() != hinted.has_value()) __builtin_trap();
+    if (!parsed) continue;
+    if (differs(memoized) || (hinted && differs(hinted))) __builtin_trap();
     std::string_view msg = parsed->message;
     ParseUsingNetwork(msg);
     ParseIbDevices(msg);

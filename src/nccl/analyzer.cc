@@ -182,10 +182,10 @@ void Analyzer::FeedPartial(const LogLine& line, std::vector<nlohmann::json>* eve
 }
 
 void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* events,
-                        size_t keyword_at) {
+                        size_t keyword_at, bool same_prefix) {
   if (inputs_.empty()) BeginInput("-");
   InputStats& in = inputs_.back();
-  auto parsed = parser_.Parse(line, keyword_at);
+  auto parsed = parser_.Parse(line, keyword_at, same_prefix);
   if (!parsed) {
     if (perf_enabled_) {
       perf_.Feed(line);

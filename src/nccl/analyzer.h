@@ -141,9 +141,10 @@ class Analyzer {
   void BeginInput(std::string name);
   // Feeds one line (without the newline). When `events` is given, appends a line for each rank
   // whose transport just became known (for --follow). keyword_at: where the caller already found
-  // the line's first "NCCL " (LineReader::word_at), or npos.
+  // the line's first "NCCL " (LineReader::word_at), or npos; same_prefix: LineReader::same_prefix
+  // (see LineParser::Parse).
   void FeedLine(std::string_view line, std::vector<nlohmann::json>* events = nullptr,
-                size_t keyword_at = std::string_view::npos);
+                size_t keyword_at = std::string_view::npos, bool same_prefix = false);
   void NoteLongLine() { inputs_.back().long_lines++; }
   void EndInput(uint64_t bytes) { inputs_.back().bytes = bytes; }
   // For the chunks of a file read in parallel: only NCCL lines are analysed; nccl-tests output

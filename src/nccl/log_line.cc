@@ -238,6 +238,7 @@ bool ParseHeaderMemo(std::string_view line, size_t at, LogLine& out, LineParser:
       out.cuda_dev = memo->cuda_dev;
       memo->same = true;
       memo->last = true;
+      memo->keyword_at = at;
       return true;
     }
   }
@@ -248,13 +249,32 @@ bool ParseHeaderMemo(std::string_view line, size_t at, LogLine& out, LineParser:
   memo->pid = out.pid;
   memo->tid = out.tid;
   memo->cuda_dev = out.cuda_dev;
+  memo->keyword_at = at;
   out.host = std::string_view(memo->header).substr(0, memo->host_size);
   memo->last = true;
   return true;
 }
 
-std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo, size_t keyword_at) {
+std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo, size_t keyword_at,
+                             bool same_prefix) {
   static constexpr std::string_view kVersion = "NCCL version ";
+  // The last line's header, its bytes vouched for by the caller: only the keyword's kind is read.
+  if (same_prefix && memo != nullptr && memo->last && memo->keyword_at == keyword_at &&
+      line.size() >= keyword_at + 9) {
+    const char* kind = line.data() + keyword_at + 5;
+    bool info = std::memcmp(kind, "INFO", 4) == 0;
+    if (info || std::memcmp(kind, "WARN", 4) == 0) {
+      LogLine out;
+      out.kind = info ? LineKind::kInfo : LineKind::kWarn;
+      out.message = TrimMessage(line.substr(keyword_at + 9));
+      out.host = std::string_view(memo->header).substr(0, memo->host_size);
+      out.pid = memo->pid;
+      out.tid = memo->tid;
+      out.cuda_dev = memo->cuda_dev;
+      memo->same = true;
+      return out;
+    }
+  }
   if (memo != nullptr) memo->same = memo->last = false;
   bool known = keyword_at <= line.size() && line.size() - keyword_at >= 5 &&
                std::memcmp(line.data() + keyword_at, "NCCL ", 5) == 0;
@@ -288,11 +308,12 @@ std::optional<LogLine> Parse(std::string_view line, LineParser::Memo* memo, size
 }  // namespace
 
 std::optional<LogLine> ParseLogLine(std::string_view line) {
-  return Parse(line, nullptr, std::string_view::npos);
+  return Parse(line, nullptr, std::string_view::npos, false);
 }
 
-std::optional<LogLine> LineParser::Parse(std::string_view line, size_t keyword_at) {
-  return nccl::Parse(line, &memo_, keyword_at);
+std::optional<LogLine> LineParser::Parse(std::string_view line, size_t keyword_at,
+                                         bool same_prefix) {
+  return nccl::Parse(line, &memo_, keyword_at, same_prefix);
 }
 
 }  // namespace tocsin::nccl

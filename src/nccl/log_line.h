@@ -39,8 +39,11 @@ std::optional<LogLine> ParseLogLine(std::string_view line);
 class LineParser {
  public:
   // keyword_at: where the caller already found the line's first "NCCL " (npos: not known; an
-  // offset that does not hold "NCCL " is ignored).
-  std::optional<LogLine> Parse(std::string_view line, size_t keyword_at = std::string_view::npos);
+  // offset that does not hold "NCCL " is ignored). same_prefix: the caller vouches that the line's
+  // bytes up to keyword_at are those of the line passed to the last Parse (LineReader's
+  // same_prefix()), whose header is then reused without comparing it again.
+  std::optional<LogLine> Parse(std::string_view line, size_t keyword_at = std::string_view::npos,
+                               bool same_prefix = false);
   // True when the last Parse reused the memo: the same host, pid and thread as the line whose
   // header the memo holds.
   bool same_header() const { return memo_.same; }
@@ -50,6 +53,7 @@ class LineParser {
   struct Memo {
     std::string header;  // from the host up to the keyword
     size_t host_size = 0;
+    size_t keyword_at = 0;  // where the keyword was in the line the header came from
     int64_t pid = -1;
     int64_t tid = -1;
     int cuda_dev = -1;

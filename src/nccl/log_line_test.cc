@@ -139,6 +139,15 @@ TEST(LogLineTest, PartialHeaders) {
 }
 
 // The memo reuses a header only when ParseLogLine would read the same one.
+void ExpectSameFields(const LogLine& plain, const LogLine& memo) {
+  EXPECT_EQ(plain.kind, memo.kind);
+  EXPECT_EQ(plain.host, memo.host);
+  EXPECT_EQ(plain.pid, memo.pid);
+  EXPECT_EQ(plain.tid, memo.tid);
+  EXPECT_EQ(plain.cuda_dev, memo.cuda_dev);
+  EXPECT_EQ(plain.message, memo.message);
+}
+
 TEST(LogLineTest, LineParserMemoGivesTheSameFieldsAsParseLogLine) {
   const char* lines[] = {
       "node-a:1:2 [0] NCCL INFO Using network IB",
@@ -170,15 +179,48 @@ TEST(LogLineTest, LineParserMemoGivesTheSameFieldsAsParseLogLine) {
     auto memo = parser.Parse(text);
     ASSERT_EQ(plain.has_value(), memo.has_value());
     if (!plain) continue;
-    EXPECT_EQ(plain->kind, memo->kind);
-    EXPECT_EQ(plain->host, memo->host);
-    EXPECT_EQ(plain->pid, memo->pid);
-    EXPECT_EQ(plain->tid, memo->tid);
-    EXPECT_EQ(plain->cuda_dev, memo->cuda_dev);
-    EXPECT_EQ(plain->message, memo->message);
+    ExpectSameFields(*plain, *memo);
     reused += parser.same_header() ? 1 : 0;
   }
   EXPECT_EQ(reused, 4);  // the second line, the CRI-prefixed one, the "b:" one, the last
+}
+
+// A caller that vouches for the bytes before the keyword (LineReader::same_prefix) gets the
+// memo's header without a compare: the same fields as a plain parse, for INFO and WARN alike.
+TEST(LogLineTest, AVouchedPrefixReusesTheMemoWithTheSameFields) {
+  const char* lines[] = {
+      "node-a:1:2 [0] NCCL INFO Using network IB",
+      "node-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
+      "node-a:1:2 [0] NCCL WARN Call to ibv_modify_qp failed",
+      "node-a:1:2 [0] NCCL INFO  trimmed  ",
+      "node-a:1:2 [0] NCCL VERSION not INFO or WARN",
+      "node-a:1:2 [0] NCCL INFO after a line that was no NCCL line",
+  };
+  LineParser parser;
+  int reused = 0;
+  bool first = true;
+  for (const char* text : lines) {
+    SCOPED_TRACE(text);
+    std::string_view line = text;
+    size_t at = line.find("NCCL ");
+    auto plain = ParseLogLine(line);
+    auto memo = parser.Parse(line, at, /*same_prefix=*/!first);
+    first = false;
+    ASSERT_EQ(plain.has_value(), memo.has_value());
+    if (!plain) continue;
+    ExpectSameFields(*plain, *memo);
+    reused += parser.same_header() ? 1 : 0;
+  }
+  // Every NCCL line after the first: the one after the "VERSION" line is not vouched for by the
+  // memo (the failed parse cleared it), and its header is found equal by the compare instead.
+  EXPECT_EQ(reused, 4);
+  EXPECT_TRUE(parser.header_memoized());
+  // A vouched prefix whose keyword sits elsewhere than the memo's is parsed in full.
+  auto other = parser.Parse("nodeb:7:8 [1] NCCL INFO x", 14, true);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->host, "nodeb");
+  EXPECT_EQ(other->pid, 7);
+  EXPECT_FALSE(parser.same_header());
 }
 
 }  // namespace

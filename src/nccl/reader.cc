@@ -41,7 +41,7 @@ Status FeedLines(LineReader& reader, Analyzer& analyzer, const EventFn& on_event
     if (!more.ok()) return more.status();
     if (!*more) return Status::Ok();
     if (truncated) analyzer.NoteLongLine();
-    analyzer.FeedLine(line, on_event ? &events : nullptr, reader.word_at());
+    analyzer.FeedLine(line, on_event ? &events : nullptr, reader.word_at(), reader.same_prefix());
     for (const auto& e : events) on_event(e);
     events.clear();
   }
@@ -128,7 +128,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
             LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c], std::move(buffer));
         Status st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool cut) {
           if (cut) a->NoteLongLine();
-          a->FeedLine(line, nullptr, reader.word_at());
+          a->FeedLine(line, nullptr, reader.word_at(), reader.same_prefix());
         });
         a->EndInput(reader.bytes_read());
         buffer = std::move(reader).TakeBuffer();

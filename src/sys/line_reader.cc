@@ -55,6 +55,8 @@ Status LineReader::Fill() {
 Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
   *truncated = false;
   word_at_ = std::string_view::npos;
+  prefix_len_ = 0;
+  same_prefix_ = false;
   bool skipping = false;  // dropping the tail of an over-long line already handed out in cut_
   while (true) {
     const char* start = buf_.data() + begin_;
@@ -95,6 +97,8 @@ Result<bool> LineReader::Next(std::string_view* line, bool* truncated) {
 Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::string_view* line,
                                         bool* truncated) {
   word_at_ = std::string_view::npos;
+  same_prefix_ = false;
+  prefix_len_ = 0;
   if (mark != mark_) {
     mark_ = mark;
     mark_pos_ = kUnknown;
@@ -144,7 +148,10 @@ Result<bool> LineReader::NextContaining(std::string_view word, char mark, std::s
     }
     if (line_len > 0 && start[line_len - 1] == '\r') --line_len;
     *line = std::string_view(start, line_len);
-    if (word_hit != nullptr && !*truncated) word_at_ = static_cast<size_t>(word_hit - start);
+    if (word_hit != nullptr && !*truncated) {
+      word_at_ = static_cast<size_t>(word_hit - start);
+      KeepPrefix(start, word_at_, word);
+    }
     return true;
   }
 }

@@ -36,6 +36,11 @@ class LineReader {
   // Where `word` first occurs in the line NextContaining returned last, when the reader knows
   // (npos when it does not, and after Next; the caller checks the offset before trusting it).
   size_t word_at() const { return word_at_; }
+  // True when the line NextContaining or ForEachContaining returned last begins with the same
+  // bytes, up to and including its first `word`, as the line returned before it (so `word` is
+  // first found at the same offset; a parser may reuse what it read from those bytes). Known for
+  // lines taken by the inline loop; false otherwise.
+  bool same_prefix() const { return same_prefix_; }
 
   // Calls fn(line, truncated) for each line NextContaining would return, in order, until the
   // input ends (word_at() is valid inside fn). Consecutive matching lines are
@@ -95,13 +100,50 @@ class LineReader {
     size_t len = static_cast<size_t>(nl - from);
     // A mark behind begin_ is stale (NextContaining looks again); one in this line is its call.
     if (len > max_line_ || (mark_pos_ != kNone && mark_pos_ < begin_ + len)) return false;
-    const char* hit = Find(from, len, word);
-    if (hit == nullptr) return false;
+    const char* hit;
+    same_prefix_ = SamePrefix(from, len, word);
+    if (same_prefix_) {
+      hit = from + prefix_len_ - word.size();
+    } else {
+      hit = Find(from, len, word);
+      if (hit == nullptr) return false;
+      KeepPrefix(from, static_cast<size_t>(hit - from), word);
+    }
     begin_ += len + 1;
     word_at_ = static_cast<size_t>(hit - from);
     if (len > 0 && from[len - 1] == '\r') --len;
     *line = std::string_view(from, len);
     return true;
+  }
+
+  // Whether the line at `from` (len bytes) starts with the kept prefix of the last line returned:
+  // then its first `word` is where that line's was, since any earlier occurrence would lie inside
+  // the same bytes. Compared eight bytes at a time, the last load overlapping, all inside the line.
+  bool SamePrefix(const char* from, size_t len, std::string_view word) const {
+    size_t n = prefix_len_;
+    if (n < 8 || n > len || word.data() != prefix_word_ || word.size() != prefix_word_size_) {
+      return false;
+    }
+    uint64_t diff = 0;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      uint64_t a, b;
+      std::memcpy(&a, from + i, 8);
+      std::memcpy(&b, prefix_ + i, 8);
+      diff |= a ^ b;
+    }
+    uint64_t a, b;
+    std::memcpy(&a, from + n - 8, 8);
+    std::memcpy(&b, prefix_ + n - 8, 8);
+    return (diff | (a ^ b)) == 0;
+  }
+  // Keeps the returned line's bytes up to the end of its first `word`, found at `at` (none when
+  // they are longer than the prefix kept).
+  void KeepPrefix(const char* from, size_t at, std::string_view word) {
+    size_t n = at + word.size();
+    prefix_len_ = n <= sizeof(prefix_) ? n : 0;
+    if (prefix_len_ > 0) std::memcpy(prefix_, from, n);
+    prefix_word_ = word.data();
+    prefix_word_size_ = word.size();
   }
 
   int fd_;
@@ -121,6 +163,12 @@ class LineReader {
   char mark_ = 0;
   size_t mark_pos_ = kUnknown;
   size_t word_at_ = std::string_view::npos;
+  // The last returned line's bytes through its first `word` (SamePrefix), and that word.
+  char prefix_[96];
+  size_t prefix_len_ = 0;
+  const char* prefix_word_ = nullptr;
+  size_t prefix_word_size_ = 0;
+  bool same_prefix_ = false;
 };
 
 }  // namespace tocsin

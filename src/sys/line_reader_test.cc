@@ -87,6 +87,42 @@ TEST(LineReaderTest, ARangeReusesTheLastRangesBufferWithoutItsBytes) {
   close(fd);
 }
 
+// Consecutive lines that begin with the same bytes up to and including the word are flagged
+// same_prefix, their word where the first line's was; any other line is searched again.
+TEST(LineReaderTest, SamePrefixIsFlaggedOnlyForIdenticalBytesUpToTheWord) {
+  char path[] = "/tmp/line_reader_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  std::string text =
+      "host-1:10:10 [0] NCCL INFO a\n"        // searched: nothing before it
+      "host-1:10:10 [0] NCCL INFO bb\n"       // same bytes through "NCCL ": flagged
+      "host-1:10:10 [0] NCCL WARN c\n"        // still the same through the word
+      "host-1:10:11 [0] NCCL INFO d\n"        // another thread: searched
+      "host-1:10:11 [0] NCCL \n"              // the prefix is the whole line
+      "NCCL host-1:10:11 [0] NCCL INFO e\n"   // the word earlier in the line: searched
+      "plain\n"                               // skipped
+      "host-1:10:11 [0] NCCL INFO f\n"        // after a skipped line: searched again
+      "host-1:10:11 [0] NCCL INFO g\n"        // flagged
+      "host-1:10:11 [0] NCC\n";               // shorter than the prefix: no match at all
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  LineReader reader = LineReader::Range(fd, 0, text.size());
+  std::vector<std::pair<size_t, bool>> got;  // (word_at, same_prefix) per line
+  ASSERT_TRUE(reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool) {
+                    EXPECT_EQ(line.substr(reader.word_at(), 5), "NCCL ") << line;
+                    got.emplace_back(reader.word_at(), reader.same_prefix());
+                  }).ok());
+  EXPECT_EQ(got, (std::vector<std::pair<size_t, bool>>{{17, false},
+                                                       {17, true},
+                                                       {17, true},
+                                                       {17, false},
+                                                       {17, true},
+                                                       {0, false},
+                                                       {17, false},
+                                                       {17, true}}));
+  close(fd);
+}
+
 // Differential: NextContaining and ForEachContaining must return exactly the lines Next returns
 // that hold the word or the mark, whatever the buffer size and however the input is split.
 TEST(LineReaderTest, NextContainingMatchesFilteredNext) {
