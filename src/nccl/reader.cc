@@ -18,10 +18,12 @@
 namespace tocsin::nccl {
 namespace {
 
-// Chunks of about this size, and at least four per thread: a thread that finishes early (a faster
-// or less loaded core) takes the next one, so no core idles while another has half the file.
-constexpr uint64_t kChunkBytes = 32ull << 20;
-constexpr size_t kChunksPerThread = 4;
+// Chunk sizes, a guided schedule: each chunk is what is left over twice the threads, within these
+// bounds. Big chunks first (fewer analyzers to create and merge), smaller ones toward the end,
+// so that a thread that finishes early (a faster or less loaded core) takes the next one and the
+// threads end together.
+constexpr uint64_t kMaxChunkBytes = 128ull << 20;
+constexpr uint64_t kMinChunkBytes = 4ull << 20;
 // The longest line LineReader hands out whole (its default).
 constexpr uint64_t kMaxLine = 64 << 10;
 
@@ -80,14 +82,16 @@ Result<uint64_t> FindNewline(int fd, uint64_t at, uint64_t end) {
 // ReadSequential.
 Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
                     const Options& options, Analyzer& analyzer) {
-  uint64_t wanted = std::max<uint64_t>(static_cast<uint64_t>(threads) * kChunksPerThread,
-                                       (size + kChunkBytes - 1) / kChunkBytes);
-  wanted = std::min<uint64_t>(wanted, std::max<uint64_t>(1, size >> 20));  // 1 MiB at least
   std::vector<uint64_t> bounds = {0};
-  for (uint64_t t = 1; t < wanted; ++t) {
-    TOCSIN_ASSIGN_OR_RETURN(uint64_t nl, FindNewline(fd, size * t / wanted, size));
-    uint64_t at = nl < size ? nl + 1 : size;
-    if (at > bounds.back() && at < size) bounds.push_back(at);
+  const uint64_t min_chunk = std::min(kMinChunkBytes, std::max<uint64_t>(1 << 20, size / 8));
+  while (size - bounds.back() > min_chunk) {
+    uint64_t left = size - bounds.back();
+    uint64_t chunk = std::clamp<uint64_t>(left / (2 * static_cast<uint64_t>(threads)), min_chunk,
+                                          kMaxChunkBytes);
+    if (left - chunk < min_chunk) break;  // the rest is the last chunk
+    TOCSIN_ASSIGN_OR_RETURN(uint64_t nl, FindNewline(fd, bounds.back() + chunk, size));
+    if (nl >= size || nl + 1 >= size) break;
+    bounds.push_back(nl + 1);
   }
   bounds.push_back(size);
   size_t n_chunks = bounds.size() - 1;
