@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,56 @@ TEST(MessagesTest, ChannelsAcrossVersions) {
   EXPECT_FALSE(ParseChannel("Channel 00/0 : 0[0] -> 8[0] [send] viaNET/IB/0"));
   EXPECT_FALSE(ParseChannel("Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB"));  // no device
   EXPECT_EQ(ParseChannel("Channel 00/0 : 0[0] -> 8[0] [receive] via NET/Socket/1")->net, "Socket");
+}
+
+// The plain reading of a channel line's peers and transport, written with find: ParseChannel
+// (its 32-byte bitmask path and its memchr path) must agree with it on every message.
+std::optional<std::pair<std::string, std::string>> PlainChannel(std::string_view m) {
+  size_t p;
+  if (m.starts_with("Channel ")) {
+    p = 8;
+  } else if (m.starts_with("Ring ")) {
+    p = 5;
+  } else {
+    return std::nullopt;
+  }
+  p = std::min(m.find(' ', p), m.size());
+  if (m.substr(p, 3) != " : ") return std::nullopt;
+  size_t peers = p + 3;
+  size_t via = m.find(" via ", peers - 1);
+  if (via == std::string_view::npos) return std::nullopt;
+  ++via;
+  size_t arrow = m.substr(0, via).find('>', peers);
+  if (arrow == std::string_view::npos || arrow == peers || m[arrow - 1] != '-') return std::nullopt;
+  std::string_view before = m.substr(peers, via - 1 - peers);
+  std::string dir = before.ends_with("[send]") ? "send" : before.ends_with("[receive]") ? "receive" : "";
+  return std::make_pair(dir, std::string(m.substr(via + 4)));
+}
+
+TEST(MessagesTest, ChannelPeersAgreeWithAPlainReading) {
+  std::mt19937 rng(7);
+  const char* bits[] = {"v",  "via ", " via ", ">",  "->", "-",  " ",      "[send]",
+                        "[receive]", "0[0]", "123[7]", "x",  "vi", "ia ", "   ", "[0]"};
+  const char* tails[] = {"NET/IB/0/GDRDMA", "P2P/IPC", "NET/Socket/1", "SHM/direct/direct", ""};
+  int parsed = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string m = rng() % 2 ? "Channel 00/0 : " : "Ring 00 : ";
+    int n = static_cast<int>(rng() % 14);
+    for (int i = 0; i < n; ++i) m += bits[rng() % (sizeof(bits) / sizeof(*bits))];
+    if (rng() % 3) m += std::string(" via ") + tails[rng() % (sizeof(tails) / sizeof(*tails))];
+    SCOPED_TRACE(m);
+    auto plain = PlainChannel(m);
+    auto got = ParseChannel(m);
+    if (!plain || !got) {
+      // ParseChannel may still refuse a NET path without a device; never the other way round.
+      EXPECT_FALSE(got.has_value() && !plain.has_value());
+      continue;
+    }
+    ++parsed;
+    EXPECT_EQ(got->direction, plain->first);
+    EXPECT_TRUE(std::string_view(plain->second).starts_with(got->transport));
+  }
+  EXPECT_GT(parsed, 2000);
 }
 
 TEST(MessagesTest, InitComplete) {
