@@ -16,7 +16,9 @@ LineReader::LineReader(int fd, size_t max_line, size_t buffer, std::vector<char>
 }
 
 LineReader LineReader::Range(int fd, uint64_t offset, uint64_t length, std::vector<char> reuse) {
-  LineReader reader(fd, 64 << 10, 1 << 20, std::move(reuse));
+  // 256 KiB: the kernel's copy into the buffer and the scan of it stay in a core's L2 cache
+  // (1 MiB buffers measured 2-4 % slower on `tocsin nccl`).
+  LineReader reader(fd, 64 << 10, 256 << 10, std::move(reuse));
   reader.ranged_ = true;
   reader.pos_ = offset;
   reader.limit_ = offset + length;
