@@ -32,10 +32,14 @@ with open(dst, "wb") as f:
 PY
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-run() {  # prints "seconds max_rss_kb" of one run
+run() {  # prints "seconds max_rss_kb" of one run: wall clock in nanoseconds (time's %e has only
+  # centiseconds, a tenth of a run here), peak RSS from time
   # Not /dev/null: GNU grep treats that like -q and stops at the first match.
-  /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" >"$DIR/out"
-  tail -1 "$DIR/time"
+  local t0 t1
+  t0=$(date +%s%N)
+  /usr/bin/time -f "%M" -o "$DIR/time" "$@" >"$DIR/out"
+  t1=$(date +%s%N)
+  awk -v ns=$((t1 - t0)) -v kb="$(tail -1 "$DIR/time")" 'BEGIN { printf "%.6f %d\n", ns / 1e9, kb }'
 }
 
 echo "| log | size | NCCL lines | tocsin nccl | grep -c 'NCCL INFO' | ratio (grep time / tocsin time) | tocsin peak RSS |"
@@ -60,6 +64,6 @@ for name in training heavy; do
   ts=$(printf '%s' "$t_times" | median)
   gs=$(printf '%s' "$g_times" | median)
   awk -v n="$name" -v b="$bytes" -v l="$lines" -v ts="$ts" -v gs="$gs" -v r="$rss" 'BEGIN {
-    printf "| %s | %.0f MB | %d | %.2f s (%.0f MB/s) | %.2f s (%.0f MB/s) | %.2f | %.1f MB |\n",
+    printf "| %s | %.0f MB | %d | %.3f s (%.0f MB/s) | %.3f s (%.0f MB/s) | %.2f | %.1f MB |\n",
       n, b/1e6, l, ts, b/1e6/ts, gs, b/1e6/gs, gs/ts, r/1024 }'
 done
