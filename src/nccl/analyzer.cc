@@ -185,6 +185,17 @@ void Analyzer::FeedLine(std::string_view line, std::vector<nlohmann::json>* even
                         size_t keyword_at, bool same_prefix) {
   if (inputs_.empty()) BeginInput("-");
   InputStats& in = inputs_.back();
+  // Most lines of a big log: an INFO line of the thread before it, its header the memo's. What the
+  // rest of this function does for it, without building the line's fields.
+  if (same_prefix && memo_process_ != nullptr) {
+    if (auto msg = parser_.ReusedInfoMessage(line, keyword_at)) {
+      in.nccl_lines++;
+      memo_process_->lines++;
+      info_lines_++;
+      HandleInfo(*memo_process_, *msg, events);
+      return;
+    }
+  }
   auto parsed = parser_.Parse(line, keyword_at, same_prefix);
   if (!parsed) {
     if (perf_enabled_) {

@@ -311,6 +311,16 @@ std::optional<LogLine> ParseLogLine(std::string_view line) {
   return Parse(line, nullptr, std::string_view::npos, false);
 }
 
+std::optional<std::string_view> LineParser::ReusedInfoMessage(std::string_view line,
+                                                              size_t keyword_at) {
+  if (!memo_.last || memo_.keyword_at != keyword_at || line.size() < keyword_at + 9 ||
+      std::memcmp(line.data() + keyword_at, "NCCL INFO", 9) != 0) {
+    return std::nullopt;
+  }
+  memo_.same = true;
+  return TrimMessage(line.substr(keyword_at + 9));
+}
+
 std::optional<LogLine> LineParser::Parse(std::string_view line, size_t keyword_at,
                                          bool same_prefix) {
   return nccl::Parse(line, &memo_, keyword_at, same_prefix);

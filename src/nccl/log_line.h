@@ -44,6 +44,11 @@ class LineParser {
   // same_prefix()), whose header is then reused without comparing it again.
   std::optional<LogLine> Parse(std::string_view line, size_t keyword_at = std::string_view::npos,
                                bool same_prefix = false);
+  // The message of an INFO line whose bytes up to keyword_at the caller vouches are the last
+  // parsed line's (as for Parse's same_prefix), when the memo holds that line's header: what
+  // Parse would return as the message, its header being the memo's (same_header() is then true).
+  // nullopt, and nothing changed, otherwise.
+  std::optional<std::string_view> ReusedInfoMessage(std::string_view line, size_t keyword_at);
   // True when the last Parse reused the memo: the same host, pid and thread as the line whose
   // header the memo holds.
   bool same_header() const { return memo_.same; }

@@ -223,5 +223,23 @@ TEST(LogLineTest, AVouchedPrefixReusesTheMemoWithTheSameFields) {
   EXPECT_FALSE(parser.same_header());
 }
 
+// ReusedInfoMessage: Parse's message for an INFO line on the memo's header, nothing otherwise.
+TEST(LogLineTest, ReusedInfoMessageIsParsesMessageOnTheMemosHeader) {
+  LineParser parser;
+  std::string_view first = "node-a:1:2 [0] NCCL INFO Using network IB";
+  EXPECT_FALSE(parser.ReusedInfoMessage(first, 15));  // nothing memoized yet
+  ASSERT_TRUE(parser.Parse(first, 15));
+  std::string_view next = "node-a:1:2 [0] NCCL INFO  Channel 00/0 : 0[0] -> 1[1] via P2P/IPC \r";
+  auto msg = parser.ReusedInfoMessage(next, 15);
+  ASSERT_TRUE(msg);
+  EXPECT_EQ(*msg, ParseLogLine(next)->message);
+  EXPECT_TRUE(parser.same_header());
+  EXPECT_FALSE(parser.ReusedInfoMessage("node-a:1:2 [0] NCCL WARN x", 15));  // INFO only
+  EXPECT_FALSE(parser.ReusedInfoMessage("node-a:1:2  [0] NCCL INFO x", 16));  // another offset
+  EXPECT_FALSE(parser.ReusedInfoMessage("node-a:1:2 [0] NCCL INF", 15));     // too short
+  ASSERT_FALSE(parser.Parse("no keyword here"));
+  EXPECT_FALSE(parser.ReusedInfoMessage(next, 15));  // the memo no longer holds the last line's
+}
+
 }  // namespace
 }  // namespace tocsin::nccl
