@@ -177,7 +177,7 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
     return std::nullopt;
   }
   while (p < e && *p != ' ') ++p;  // "00/0"
-  if (!std::string_view(p, static_cast<size_t>(e - p)).starts_with(" : ")) return std::nullopt;
+  if (e - p < 3 || std::memcmp(p, " : ", 3) != 0) return std::nullopt;
   p += 3;
   // The peers, "0[0] -> 8[0] [send] ", up to the first " via ": the arrow, "->" at the first
   // '>', must be before it (a ring listing, "Channel 00/32 :  0 1 2 3", has neither).
@@ -222,26 +222,30 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
   }
   if (arrow == nullptr || arrow == peers || arrow[-1] != '-') return std::nullopt;
   Channel ch;
-  std::string_view before(peers, static_cast<size_t>(via - 1 - peers));
-  if (before.size() >= 6 && before.substr(before.size() - 6) == "[send]") {
+  // Compares of constant size below, inline (no library call on the hot path).
+  const char* before_end = via - 1;
+  if (before_end - peers >= 6 && std::memcmp(before_end - 6, "[send]", 6) == 0) {
     ch.direction = "send";
-  } else if (before.size() >= 9 && before.substr(before.size() - 9) == "[receive]") {
+  } else if (before_end - peers >= 9 && std::memcmp(before_end - 9, "[receive]", 9) == 0) {
     ch.direction = "receive";
   }
   p = via + 4;
   std::string_view path(p, static_cast<size_t>(e - p));
-  if (path.starts_with("NET/")) {
+  if (e - p >= 4 && std::memcmp(p, "NET/", 4) == 0) {
     ch.transport = "NET";
     ch.link = Link::kNet;
-    std::string_view rest = path.substr(4);
     // The plugin name ends at the "/<device index>" that follows it; names may hold spaces.
-    size_t k = 0;
-    while (k + 1 < rest.size() && !(rest[k] == '/' && IsDigit(rest[k + 1]))) ++k;
-    if (k + 1 >= rest.size()) return std::nullopt;
-    ch.net = rest.substr(0, k);
+    const char* name = p + 4;
+    const char* k = name;
+    while (k + 1 < e && !(k[0] == '/' && IsDigit(k[1]))) ++k;
+    if (k + 1 >= e) return std::nullopt;
+    ch.net = std::string_view(name, static_cast<size_t>(k - name));
     // "/GDRDMA" follows the device index (and "/Shared" or a proxy suffix may follow it).
-    for (size_t g = k + 1; g + 7 <= rest.size() && !ch.gdr; ++g) {
-      ch.gdr = rest[g] == '/' && rest.substr(g).starts_with("/GDRDMA");
+    for (const char* g = k + 1; g + 7 <= e; ++g) {
+      if (*g == '/' && std::memcmp(g, "/GDRDMA", 7) == 0) {
+        ch.gdr = true;
+        break;
+      }
     }
   } else if (path.starts_with("P2P/")) {
     ch.transport = "P2P";
