@@ -33,6 +33,29 @@ inline uint32_t ByteMask32(const char*, char) { return 0; }
 
 inline bool IsBlank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  // as Trim
 
+// Whether the N - 1 bytes at p are the literal's, with at most two loads per side (GCC calls memcmp
+// for constant sizes of 6 bytes and more). The caller knows the bytes are there.
+template <size_t N>
+[[gnu::always_inline]] inline bool SameBytes(const char* p, const char (&lit)[N]) {
+  constexpr size_t n = N - 1;
+  static_assert(n >= 4 && n <= 16);
+  if constexpr (n >= 8) {
+    uint64_t a, b, c, d;
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, lit, 8);
+    std::memcpy(&c, p + n - 8, 8);
+    std::memcpy(&d, lit + n - 8, 8);
+    return ((a ^ b) | (c ^ d)) == 0;
+  } else {
+    uint32_t a, b, c, d;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, lit, 4);
+    std::memcpy(&c, p + n - 4, 4);
+    std::memcpy(&d, lit + n - 4, 4);
+    return ((a ^ b) | (c ^ d)) == 0;
+  }
+}
+
 // The first whitespace at or after pos (t.size() when none). Eight bytes at a time: the lowest
 // byte below '!' in a word is found exactly with the "has less than" bit trick, then tested.
 [[gnu::always_inline]] inline size_t TokenEnd(std::string_view t, size_t pos) {
@@ -271,7 +294,7 @@ std::optional<std::string_view> InitCompleteText(std::string_view msg) {
   while (end > 0 && IsBlank(msg[end - 1])) --end;
   // The last byte first: most messages that reach here are not Init lines.
   if (end < kSuffix.size() || msg[end - 1] != 'E' ||
-      msg.substr(end - kSuffix.size(), kSuffix.size()) != kSuffix) {
+      !SameBytes(msg.data() + end - kSuffix.size(), "Init COMPLETE")) {
     return std::nullopt;
   }
   return msg.substr(0, end);
@@ -344,7 +367,7 @@ bool ParseInitLayout(std::string_view t, InitComplete& out) {
     return !v.empty() && !IsKey(v);
   };
   auto literal = [&]<size_t N>(const char(&lit)[N]) {  // a compare of constant size, inline
-    if (t.size() - i < N - 1 || std::memcmp(t.data() + i, lit, N - 1) != 0) return false;
+    if (t.size() - i < N - 1 || !SameBytes(t.data() + i, lit)) return false;
     i += N - 1;
     return true;
   };
