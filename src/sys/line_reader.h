@@ -95,13 +95,17 @@ class LineReader {
     if (mark != mark_ || word.empty() || mark_pos_ == kUnknown) return false;
     const char* base = buf_.data();
     const char* from = base + begin_;
-    const char* nl = static_cast<const char*>(std::memchr(from, '\n', end_ - begin_));
+    // The kept prefix holds no newline: when the line starts with it, its end is searched for
+    // after it.
+    same_prefix_ = SamePrefix(from, end_ - begin_, word);
+    size_t skip = same_prefix_ ? prefix_len_ : 0;
+    const char* nl =
+        static_cast<const char*>(std::memchr(from + skip, '\n', end_ - begin_ - skip));
     if (nl == nullptr) return false;
     size_t len = static_cast<size_t>(nl - from);
     // A mark behind begin_ is stale (NextContaining looks again); one in this line is its call.
     if (len > max_line_ || (mark_pos_ != kNone && mark_pos_ < begin_ + len)) return false;
     const char* hit;
-    same_prefix_ = SamePrefix(from, len, word);
     if (same_prefix_) {
       hit = from + prefix_len_ - word.size();
     } else {
@@ -116,9 +120,10 @@ class LineReader {
     return true;
   }
 
-  // Whether the line at `from` (len bytes) starts with the kept prefix of the last line returned:
-  // then its first `word` is where that line's was, since any earlier occurrence would lie inside
-  // the same bytes. Compared eight bytes at a time, the last load overlapping, all inside the line.
+  // Whether the `len` bytes at `from` start with the kept prefix of the last line returned: then
+  // the line there has its first `word` where that line's was, since any earlier occurrence would
+  // lie inside the same bytes. Compared eight bytes at a time, the last load overlapping, all
+  // inside the `len` bytes.
   bool SamePrefix(const char* from, size_t len, std::string_view word) const {
     size_t n = prefix_len_;
     if (n < 8 || n > len || word.data() != prefix_word_ || word.size() != prefix_word_size_) {
