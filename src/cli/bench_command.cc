@@ -60,7 +60,7 @@ std::function<void(const std::string&)> ProgressPrinter(const ReportFlags& flags
 }
 
 // The report, after a blank line when progress rows came before it.
-int EmitAfterProgress(const ReportFlags& flags, const Report& report, bool progress_printed) {
+int EmitAfterProgress(const ReportFlags& flags, Report report, bool progress_printed) {
   if (progress_printed) std::fputs("\n", stdout);
   return flags.Emit(std::move(report));
 }
@@ -130,7 +130,7 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   }
   if (!result.ok()) return usage(result.status().message());
   report = std::move(*result);
-  if (o.world.rank == 0) return EmitAfterProgress(f.report, *report, progress);
+  if (o.world.rank == 0) return EmitAfterProgress(f.report, std::move(*report), progress);
   // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
     if (finding.check != bench::kNetRankFailed && finding.check != bench::kNetTransportNotRdma)
@@ -187,7 +187,7 @@ int RunStorageChild(const StorageFlags& f, bench::StorageBenchOptions& o,
   int rank = o.distributed ? o.world.rank : 0;
   int code = 0;
   if (rank == 0) {
-    code = EmitAfterProgress(f.report, result->report, progress);
+    code = EmitAfterProgress(f.report, std::move(result->report), progress);
   } else {
     for (const auto& finding : result->report.findings) {
       std::cerr << ("tocsin: bench storage rank " + std::to_string(rank) + ": " + finding.check +

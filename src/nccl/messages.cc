@@ -289,12 +289,13 @@ namespace {
 
 // "Init COMPLETE" at the end of msg (trailing blanks aside): msg up to its end, or nullopt.
 std::optional<std::string_view> InitCompleteText(std::string_view msg) {
-  static constexpr std::string_view kSuffix = "Init COMPLETE";
+  static constexpr char kText[] = "Init COMPLETE";
+  static constexpr std::string_view kSuffix = kText;
   size_t end = msg.size();
   while (end > 0 && IsBlank(msg[end - 1])) --end;
   // The last byte first: most messages that reach here are not Init lines.
   if (end < kSuffix.size() || msg[end - 1] != 'E' ||
-      !SameBytes(msg.data() + end - kSuffix.size(), "Init COMPLETE")) {
+      !SameBytes(msg.data() + end - kSuffix.size(), kText)) {
     return std::nullopt;
   }
   return msg.substr(0, end);

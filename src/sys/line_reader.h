@@ -50,6 +50,8 @@ class LineReader {
   Status ForEachContaining(std::string_view word, char mark, Fn&& fn) {
     std::string_view line;
     bool truncated = false;
+    prefix_len_ = 0;  // a kept prefix is this call's, for this word
+
     while (true) {
       while (TakeFirstLine(word, mark, &line)) fn(line, false);
       auto more = NextContaining(word, mark, &line, &truncated);
@@ -97,7 +99,7 @@ class LineReader {
     const char* from = base + begin_;
     // The kept prefix holds no newline: when the line starts with it, its end is searched for
     // after it.
-    same_prefix_ = SamePrefix(from, end_ - begin_, word);
+    same_prefix_ = SamePrefix(from, end_ - begin_);
     size_t skip = same_prefix_ ? prefix_len_ : 0;
     const char* nl =
         static_cast<const char*>(std::memchr(from + skip, '\n', end_ - begin_ - skip));
@@ -124,11 +126,9 @@ class LineReader {
   // the line there has its first `word` where that line's was, since any earlier occurrence would
   // lie inside the same bytes. Compared eight bytes at a time, the last load overlapping, all
   // inside the `len` bytes.
-  bool SamePrefix(const char* from, size_t len, std::string_view word) const {
+  bool SamePrefix(const char* from, size_t len) const {
     size_t n = prefix_len_;
-    if (n < 8 || n > len || word.data() != prefix_word_ || word.size() != prefix_word_size_) {
-      return false;
-    }
+    if (n < 8 || n > len) return false;
     uint64_t diff = 0;
     for (size_t i = 0; i + 8 < n; i += 8) {
       uint64_t a, b;
@@ -147,8 +147,6 @@ class LineReader {
     size_t n = at + word.size();
     prefix_len_ = n <= sizeof(prefix_) ? n : 0;
     if (prefix_len_ > 0) std::memcpy(prefix_, from, n);
-    prefix_word_ = word.data();
-    prefix_word_size_ = word.size();
   }
 
   int fd_;
@@ -168,11 +166,10 @@ class LineReader {
   char mark_ = 0;
   size_t mark_pos_ = kUnknown;
   size_t word_at_ = std::string_view::npos;
-  // The last returned line's bytes through its first `word` (SamePrefix), and that word.
+  // The last returned line's bytes through its first `word` (SamePrefix): kept only within one
+  // ForEachContaining call (its word) and reset by Next and NextContaining.
   char prefix_[96];
   size_t prefix_len_ = 0;
-  const char* prefix_word_ = nullptr;
-  size_t prefix_word_size_ = 0;
   bool same_prefix_ = false;
 };
 
