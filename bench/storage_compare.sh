@@ -27,23 +27,32 @@ WORK=$(mktemp -d /var/tmp/tocsin-bench-storage-XXXXXX)
 SHM=$(mktemp -d /dev/shm/tocsin-bench-storage-XXXXXX)
 trap 'rm -rf "$WORK" "$SHM"' EXIT
 PY=/usr/bin/python3
+# The disk's request counters (reads completed, sectors read): the size of the requests the reads
+# became, after any split (a request takes a limited number of segments: queue/max_segments).
+DEV_STAT=/sys/dev/block/$(stat -c '%Hd:%Ld' "$WORK")/stat
+reads() { if [ -r "$DEV_STAT" ]; then awk '{print $1 ":" $3}' "$DEV_STAT"; else echo "0:0"; fi; }
 
 # dir direct(0/1) name round -> one record line
 tocsin_run() {
   local flags=()
   [ "$2" = 1 ] && flags+=(--direct)
+  local r0 r1
+  r0=$(reads)  # only the read phase reads: the run's delta is its requests
   "$BIN" bench storage --path "$1" -j "$JOBS" \
     --size "$SIZE" --block 1M --phase write --phase read --phase fsync --fsync-ops 200 \
     -c "$CHECK" "${flags[@]}" -o json > "$WORK/t.json"
-  $PY - "$WORK/t.json" "$3" "$4" "$JOBS" <<'PY'
+  r1=$(reads)
+  $PY - "$WORK/t.json" "$3" "$4" "$JOBS" "$r0" "$r1" <<'PY'
 import json, sys
 path, name, rnd, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+(i0, s0), (i1, s1) = (map(int, a.split(":")) for a in sys.argv[5:7])
+kib = (s1 - s0) * 512 / 1024 / (i1 - i0) if i1 > i0 else -1  # per read request
 p = {x["phase"]: x for x in json.load(open(path))["inventory"]["phases"]}
 def share(x):  # time inside the calls / phase time, per worker
     return x["latency"]["mean_us"] * x["ops"] / jobs / (x["seconds"] * 1e6)
 print("tocsin", name, rnd, p["write"]["gbps"], p["read"]["gbps"], p["fsync"]["latency"]["p50_us"],
       p["fsync"]["latency"]["p99_us"], share(p["write"]), share(p["read"]),
-      -1 if p["read"].get("wrong") is None else p["read"]["wrong"])
+      -1 if p["read"].get("wrong") is None else p["read"]["wrong"], kib)
 PY
 }
 
@@ -53,13 +62,18 @@ fio_run() {  # dir direct name round
   mkdir -p "$d"
   fio --name=seq --rw=write --bs=1M --size="$SIZE" \
     --end_fsync=1 "${common[@]}" > "$WORK/fw.json"
+  local r0 r1
+  r0=$(reads)
   fio --name=seq --rw=read --bs=1M --size="$SIZE" \
     --invalidate=1 "${common[@]}" > "$WORK/fr.json"
+  r1=$(reads)
   fio --name=sync --rw=write --bs=4k --size=800K --fsync=1 "${common[@]}" > "$WORK/ff.json"
   rm -rf "$d"
-  $PY - "$WORK" "$3" "$4" "$JOBS" <<'PY'
+  $PY - "$WORK" "$3" "$4" "$JOBS" "$r0" "$r1" <<'PY'
 import json, sys
 work, name, rnd, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+(i0, s0), (i1, s1) = (map(int, a.split(":")) for a in sys.argv[5:7])
+kib = (s1 - s0) * 512 / 1024 / (i1 - i0) if i1 > i0 else -1  # per read request
 def job(f):
     return json.load(open(f"{work}/{f}"))["jobs"][0]
 w, r, f = job("fw.json")["write"], job("fr.json")["read"], job("ff.json")
@@ -68,7 +82,7 @@ def share(x):  # psync: the completion latency is the call's time; runtime is th
 fw, fs = f["write"]["clat_ns"]["percentile"], f["sync"]["lat_ns"]["percentile"]
 print("fio", name, rnd, w["bw_bytes"] / 1e9, r["bw_bytes"] / 1e9,
       (fw["50.000000"] + fs["50.000000"]) / 1e3, (fw["99.000000"] + fs["99.000000"]) / 1e3,
-      share(w), share(r), -1)
+      share(w), share(r), -1, kib)
 PY
 }
 
@@ -110,15 +124,19 @@ for c in cfgs:
         ratio = med([t[k] / f[k] for k in t if k in f and f[k] > 0])
         cells.append(f"{fmt % med(t.values())} / {fmt % med(f.values())} | {ratio:.2f}")
     print(f"| {name} | {'yes' if direct == '1' else 'no'} | " + " | ".join(cells) + " |")
-print("\nWhere the time goes (medians): the share of each phase spent inside the read/write calls.\n")
-print("| path | direct | write in calls tocsin / fio | read in calls tocsin / fio |")
-print("|---|---|---|---|")
+print("\nWhere the time goes (medians): the share of each phase spent inside the read/write calls, "
+      "and the disk's read requests (KiB each, from its counters; '-' when none reached it).\n")
+print("| path | direct | write in calls tocsin / fio | read in calls tocsin / fio | "
+      "read request KiB tocsin / fio |")
+print("|---|---|---|---|---|")
 for c in cfgs:
     name, direct = c.split("/")
     cells = []
     for i in (7, 8):
         cells.append(f"{med(col('tocsin', c, i).values()) * 100:.1f} % / "
                      f"{med(col('fio', c, i).values()) * 100:.1f} %")
+    kib = [med(col(t, c, 10).values()) for t in ("tocsin", "fio")]
+    cells.append(" / ".join("-" if k < 0 else f"{k:.0f}" for k in kib))
     print(f"| {name} | {'yes' if direct == '1' else 'no'} | " + " | ".join(cells) + " |")
 wrong = [float(r[9]) for r in rows if r[0] == "tocsin" and float(r[9]) > 0]
 if wrong:
