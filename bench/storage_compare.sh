@@ -12,7 +12,7 @@
 # (No CPU time per byte here: tocsin's probe runs in a child that is never waited for, by design,
 # since a hung mount may keep it from exiting, so the shell's accounting cannot see it.)
 # tocsin checks what it reads (its default, CHECK=1) unless CHECK=0; fio checks nothing.
-# Usage: [CHECK=0|1] bench/storage_compare.sh [RUNS] [SIZE_PER_JOB] [JOBS]
+# Usage: [CHECK=0|1] [FIO_HUGE=0|1] bench/storage_compare.sh [RUNS] [SIZE_PER_JOB] [JOBS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -26,6 +26,17 @@ dpkg-query -W -f='${Status}' fio 2>/dev/null | grep -q "install ok installed" ||
 WORK=$(mktemp -d /var/tmp/tocsin-bench-storage-XXXXXX)
 SHM=$(mktemp -d /dev/shm/tocsin-bench-storage-XXXXXX)
 trap 'rm -rf "$WORK" "$SHM"' EXIT
+# FIO_HUGE=1: fio's buffers in huge pages too (hugetlbfs, --iomem=mmaphuge), fio at its best; by
+# default fio runs as a user runs it, its buffers in 4 KiB pages.
+FIO_MEM=()
+if [ "${FIO_HUGE:-0}" = 1 ]; then
+  HUGE=$(mktemp -d /tmp/tocsin-bench-huge-XXXXXX)
+  OLD_PAGES=$(cat /proc/sys/vm/nr_hugepages)
+  mount -t hugetlbfs none "$HUGE"
+  echo $((OLD_PAGES + 2 * JOBS + 2)) > /proc/sys/vm/nr_hugepages
+  trap 'rm -rf "$WORK" "$SHM"; umount "$HUGE"; rmdir "$HUGE"; echo "$OLD_PAGES" > /proc/sys/vm/nr_hugepages' EXIT
+  FIO_MEM=(--iomem="mmaphuge:$HUGE/fio")
+fi
 PY=/usr/bin/python3
 # The disk's request counters (reads completed, sectors read): the size of the requests the reads
 # became, after any split (a request takes a limited number of segments: queue/max_segments).
@@ -58,7 +69,7 @@ PY
 
 fio_run() {  # dir direct name round
   local d=$1/fio common=(--directory="$1/fio" --ioengine=psync --group_reporting --output-format=json
-                          --numjobs="$JOBS" --direct="$2")
+                          --numjobs="$JOBS" --direct="$2" "${FIO_MEM[@]}")
   mkdir -p "$d"
   fio --name=seq --rw=write --bs=1M --size="$SIZE" \
     --end_fsync=1 "${common[@]}" > "$WORK/fw.json"
