@@ -90,7 +90,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
                                           kMaxChunkBytes);
     if (left - chunk < min_chunk) break;  // the rest is the last chunk
     TOCSIN_ASSIGN_OR_RETURN(uint64_t nl, FindNewline(fd, bounds.back() + chunk, size));
-    if (nl >= size || nl + 1 >= size) break;
+    if (nl + 1 >= size) break;  // no newline before the end: the rest is the last chunk
     bounds.push_back(nl + 1);
   }
   bounds.push_back(size);

@@ -36,10 +36,10 @@ class LineReader {
   // Where `word` first occurs in the line NextContaining returned last, when the reader knows
   // (npos when it does not, and after Next; the caller checks the offset before trusting it).
   size_t word_at() const { return word_at_; }
-  // True when the line NextContaining or ForEachContaining returned last begins with the same
-  // bytes, up to and including its first `word`, as the line returned before it (so `word` is
-  // first found at the same offset; a parser may reuse what it read from those bytes). Known for
-  // lines taken by the inline loop; false otherwise.
+  // Inside ForEachContaining's fn: true when the line begins with the same bytes, up to and
+  // including its first `word`, as the line handed to fn before it (so `word` is first found at
+  // the same offset; a parser may reuse what it read from those bytes). Known for lines taken by
+  // the inline loop; false for the others and after Next and NextContaining.
   bool same_prefix() const { return same_prefix_; }
 
   // Calls fn(line, truncated) for each line NextContaining would return, in order, until the
@@ -51,7 +51,6 @@ class LineReader {
     std::string_view line;
     bool truncated = false;
     prefix_len_ = 0;  // a kept prefix is this call's, for this word
-
     while (true) {
       while (TakeFirstLine(word, mark, &line)) fn(line, false);
       auto more = NextContaining(word, mark, &line, &truncated);
@@ -166,8 +165,8 @@ class LineReader {
   char mark_ = 0;
   size_t mark_pos_ = kUnknown;
   size_t word_at_ = std::string_view::npos;
-  // The last returned line's bytes through its first `word` (SamePrefix): kept only within one
-  // ForEachContaining call (its word) and reset by Next and NextContaining.
+  // The last returned line's bytes through its first `word` (SamePrefix): used only within one
+  // ForEachContaining call (its word); Next drops them.
   char prefix_[96];
   size_t prefix_len_ = 0;
   bool same_prefix_ = false;
