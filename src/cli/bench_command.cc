@@ -130,7 +130,8 @@ int RunNetOnce(const NetFlags& f, bench::NetBenchOptions& o, std::optional<Repor
   }
   if (!result.ok()) return usage(result.status().message());
   report = std::move(*result);
-  if (o.world.rank == 0) return EmitAfterProgress(f.report, std::move(*report), progress);
+  // A copy: RunNet still reads the report for the verdict file.
+  if (o.world.rank == 0) return EmitAfterProgress(f.report, *report, progress);
   // Other ranks: why they stopped on stderr (in a pod's log); the report is rank 0's.
   for (const auto& finding : report->findings) {
     if (finding.check != bench::kNetRankFailed && finding.check != bench::kNetTransportNotRdma)
