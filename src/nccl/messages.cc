@@ -10,11 +10,12 @@
 #endif
 
 #include "base/strings.h"
+#include "nccl/messages_scan.h"
 
 namespace tocsin::nccl {
 namespace {
 
-inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+using namespace scan;
 
 #if defined(__SSE2__)
 constexpr bool kSse2 = true;
@@ -30,63 +31,6 @@ inline uint32_t ByteMask32(const char* p, char c) {
 constexpr bool kSse2 = false;
 inline uint32_t ByteMask32(const char*, char) { return 0; }
 #endif
-
-inline bool IsBlank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  // as Trim
-
-// Whether the N - 1 bytes at p are the literal's, with at most two loads per side (GCC calls memcmp
-// for constant sizes of 6 bytes and more). The caller knows the bytes are there.
-template <size_t N>
-[[gnu::always_inline]] inline bool SameBytes(const char* p, const char (&lit)[N]) {
-  constexpr size_t n = N - 1;
-  static_assert(n >= 4 && n <= 16);
-  if constexpr (n >= 8) {
-    uint64_t a, b, c, d;
-    std::memcpy(&a, p, 8);
-    std::memcpy(&b, lit, 8);
-    std::memcpy(&c, p + n - 8, 8);
-    std::memcpy(&d, lit + n - 8, 8);
-    return ((a ^ b) | (c ^ d)) == 0;
-  } else {
-    uint32_t a, b, c, d;
-    std::memcpy(&a, p, 4);
-    std::memcpy(&b, lit, 4);
-    std::memcpy(&c, p + n - 4, 4);
-    std::memcpy(&d, lit + n - 4, 4);
-    return ((a ^ b) | (c ^ d)) == 0;
-  }
-}
-
-// The first whitespace at or after pos (t.size() when none). Eight bytes at a time: the lowest
-// byte below '!' in a word is found exactly with the "has less than" bit trick, then tested.
-[[gnu::always_inline]] inline size_t TokenEnd(std::string_view t, size_t pos) {
-  if constexpr (std::endian::native == std::endian::little) {
-    constexpr uint64_t kOnes = 0x0101010101010101ull;
-    constexpr uint64_t kHigh = 0x8080808080808080ull;
-    while (pos + 8 <= t.size()) {
-      uint64_t x;
-      std::memcpy(&x, t.data() + pos, 8);
-      uint64_t below = (x - kOnes * '!') & ~x & kHigh;
-      if (below == 0) {
-        pos += 8;
-        continue;
-      }
-      size_t at = pos + static_cast<size_t>(std::countr_zero(below) / 8);
-      if (IsBlank(t[at])) return at;
-      pos = at + 1;  // a control byte inside the token
-    }
-  }
-  while (pos < t.size() && !IsBlank(t[pos])) ++pos;
-  return pos;
-}
-
-// Reads a decimal int (at most 9 digits) at s[i], advancing i.
-inline std::optional<int> ReadInt(std::string_view s, size_t& i) {
-  size_t start = i;
-  int v = 0;
-  while (i < s.size() && IsDigit(s[i]) && i - start < 9) v = v * 10 + (s[i++] - '0');
-  if (i == start || (i < s.size() && IsDigit(s[i]))) return std::nullopt;
-  return v;
-}
 
 }  // namespace
 
@@ -283,150 +227,6 @@ std::optional<Channel> ParseChannel(std::string_view msg) {
     ch.transport = path.substr(0, path.find('/'));
   }
   return ch;
-}
-
-namespace {
-
-// "Init COMPLETE" at the end of msg (trailing blanks aside): msg up to its end, or nullopt.
-std::optional<std::string_view> InitCompleteText(std::string_view msg) {
-  static constexpr char kText[] = "Init COMPLETE";
-  static constexpr std::string_view kSuffix = kText;
-  size_t end = msg.size();
-  while (end > 0 && IsBlank(msg[end - 1])) --end;
-  // The last byte first: most messages that reach here are not Init lines.
-  if (end < kSuffix.size() || msg[end - 1] != 'E' ||
-      !SameBytes(msg.data() + end - kSuffix.size(), kText)) {
-    return std::nullopt;
-  }
-  return msg.substr(0, end);
-}
-
-// Whole-value decimal of 1 to 9 digits, else -1.
-inline int TokenNumber(std::string_view v) {
-  size_t i = 0;
-  auto n = ReadInt(v, i);
-  return n && i == v.size() ? *n : -1;
-}
-
-// One whitespace-separated token `key` with the token after it.
-inline void TakePair(std::string_view key, std::string_view value, InitComplete& out) {
-  switch (key.size()) {  // keys by length, then content: most tokens are values
-    case 4:
-      if (std::memcmp(key.data(), "rank", 4) == 0) out.rank = TokenNumber(value);
-      if (std::memcmp(key.data(), "comm", 4) == 0) out.comm = value;
-      break;
-    case 6:
-      if (std::memcmp(key.data(), "nranks", 6) == 0) out.nranks = TokenNumber(value);
-      if (std::memcmp(key.data(), "commId", 6) == 0) out.comm_id = value;
-      break;
-    case 7:
-      if (std::memcmp(key.data(), "cudaDev", 7) == 0) out.cuda_dev = TokenNumber(value);
-      break;
-  }
-}
-
-std::optional<InitComplete> Checked(const InitComplete& out) {
-  if (out.rank < 0 || out.nranks <= 0) return std::nullopt;
-  return out;
-}
-
-// True for the tokens TakePair reads as keys.
-inline bool IsKey(std::string_view v) {
-  switch (v.size()) {
-    case 4:
-      return std::memcmp(v.data(), "rank", 4) == 0 || std::memcmp(v.data(), "comm", 4) == 0;
-    case 6:
-      return std::memcmp(v.data(), "nranks", 6) == 0 || std::memcmp(v.data(), "commId", 6) == 0;
-    case 7:
-      return std::memcmp(v.data(), "cudaDev", 7) == 0;
-  }
-  return false;
-}
-
-// What NCCL 2.19+ prints, read in one pass: "<anything> comm C rank R nranks N cudaDev D nvmlDev
-// V busId B commId I - Init COMPLETE" with single spaces, `comm` a whole token. Every key appears
-// in it, after whatever comes before `comm`, and no value is a key, so its pairs are the last of
-// each key: the token-by-token result. False (out unspecified) for any other layout.
-bool ParseInitLayout(std::string_view t, InitComplete& out) {
-  // Usually the first token ("comm ...") or the second ("ncclCommInitRank comm ...").
-  size_t at = t.starts_with("comm ") ? 0 : t.find(' ') + 1;
-  if (at == 0 && !t.starts_with("comm ")) return false;
-  if (!t.substr(at).starts_with("comm ")) {
-    at = 0;
-    while (true) {
-      at = t.find("comm ", at);
-      if (at == std::string_view::npos) return false;
-      if (at == 0 || IsBlank(t[at - 1])) break;
-      ++at;
-    }
-  }
-  size_t i = at + 5;
-  auto value = [&](std::string_view& v) {
-    size_t end = TokenEnd(t, i);
-    v = t.substr(i, end - i);
-    i = end;
-    return !v.empty() && !IsKey(v);
-  };
-  auto literal = [&]<size_t N>(const char(&lit)[N]) {  // a compare of constant size, inline
-    if (t.size() - i < N - 1 || !SameBytes(t.data() + i, lit)) return false;
-    i += N - 1;
-    return true;
-  };
-  std::string_view comm, rank, nranks, dev, nvml, bus, comm_id;
-  if (!value(comm) || !literal(" rank ") || !value(rank) || !literal(" nranks ") ||
-      !value(nranks) || !literal(" cudaDev ") || !value(dev) || !literal(" nvmlDev ") ||
-      !value(nvml) || !literal(" busId ") || !value(bus) || !literal(" commId ") ||
-      !value(comm_id) || !literal(" - Init COMPLETE") || i != t.size()) {
-    return false;
-  }
-  out.comm = comm;
-  out.rank = TokenNumber(rank);
-  out.nranks = TokenNumber(nranks);
-  out.cuda_dev = TokenNumber(dev);
-  out.comm_id = comm_id;
-  return true;
-}
-
-}  // namespace
-
-namespace internal {
-
-std::optional<InitComplete> ParseInitCompleteTokens(std::string_view msg) {
-  auto text = InitCompleteText(msg);
-  if (!text) return std::nullopt;
-  std::string_view t = *text;
-  InitComplete out;
-  // Each whitespace-separated token with the one after it (no token vector, no bounds-checked
-  // substr).
-  const char* p = t.data();
-  const char* const e = p + t.size();
-  auto next_token = [&]() {
-    if (p < e && *p == ' ') ++p;  // the usual single space first
-    while (p < e && IsBlank(*p)) ++p;
-    const char* start = p;
-    p = t.data() + TokenEnd(t, static_cast<size_t>(p - t.data()));
-    return std::string_view(start, static_cast<size_t>(p - start));
-  };
-  std::string_view key = next_token();
-  while (!key.empty()) {
-    std::string_view value = next_token();
-    if (value.empty()) break;
-    TakePair(key, value, out);
-    key = value;
-  }
-  return Checked(out);
-}
-
-}  // namespace internal
-
-std::optional<InitComplete> ParseInitComplete(std::string_view msg) {
-  // A job's log has a line like this per rank and communicator: NCCL's own layout in one pass,
-  // anything else token by token.
-  auto text = InitCompleteText(msg);
-  if (!text) return std::nullopt;
-  InitComplete out;
-  if (ParseInitLayout(*text, out)) return Checked(out);
-  return internal::ParseInitCompleteTokens(msg);
 }
 
 std::optional<EnvSetting> ParseEnvSetting(std::string_view msg) {
