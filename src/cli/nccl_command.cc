@@ -15,6 +15,7 @@
 #include "nccl/jobs.h"
 #include "nccl/reader.h"
 #include "sys/env.h"
+#include "sys/huge_heap.h"
 
 namespace tocsin::cli {
 namespace {
@@ -41,9 +42,8 @@ void PrintEvent(const nlohmann::json& e, bool json) {
     }
     std::string pid = e["pid"].is_null() ? "?" : std::to_string(e["pid"].get<int64_t>());
     text = "[follow] " + e["host"].get<std::string>() + " pid " + pid + " rank " +
-           (ranks.empty() ? "?" : ranks) +
-           ": " + e["event"].get<std::string>() + ": network " + e["network"].get<std::string>() +
-           ", inter-node " + e["inter_node"].get<std::string>() +
+           (ranks.empty() ? "?" : ranks) + ": " + e["event"].get<std::string>() + ": network " +
+           e["network"].get<std::string>() + ", inter-node " + e["inter_node"].get<std::string>() +
            (e["gdr"].get<bool>() ? " (GPUDirect RDMA)" : "") + "\n";
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -76,6 +76,9 @@ int RunNccl(CLI::App* cmd, const NcclFlags& f) {
     }
     fds.push_back(*fd);
   }
+  // The report is built on this thread once the readers are done: in huge pages (a 4 KiB first
+  // touch is slow on a VM; sys/huge_heap.h). 64 MiB of address space, used as it is touched.
+  sys::HugeMainHeap(*NewRootedEnv(), 64u << 20);
   nccl::Analyzer analyzer(options);
   bool json = f.report.output == "json";
   nccl::ReadOptions read_options;
