@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -113,9 +115,28 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
   Options chunk_options = options;
   chunk_options.max_bytes =
       std::max<size_t>(1 << 20, options.max_bytes / static_cast<size_t>(threads));
+  std::exception_ptr thrown;  // the first exception of a worker (memory, mostly), guarded by mu
   std::vector<std::thread> workers;
+  // On every way out, the workers are told to stop and joined (an exception here, thrown on
+  // from below, must not leave a joinable thread behind: that would abort the process).
+  struct JoinAll {
+    std::vector<std::thread>& workers;
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& failed;
+    ~JoinAll() {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (const auto& w : workers) failed = failed || w.joinable();
+      }
+      cv.notify_all();
+      for (auto& w : workers) {
+        if (w.joinable()) w.join();
+      }
+    }
+  } join_all{workers, mu, cv, failed};
   for (size_t t = 0; t < std::min<size_t>(static_cast<size_t>(threads), n_chunks); ++t) {
-    workers.emplace_back([&] {
+    auto work = [&] {
       std::vector<char> buffer;  // one per thread, reused chunk after chunk
       while (true) {
         size_t c;
@@ -125,24 +146,40 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
           if (failed || next >= n_chunks) return;
           c = next++;
         }
-        auto a = std::make_unique<Analyzer>(chunk_options);
-        a->BeginInput(name);
-        a->DisablePerf();
-        LineReader reader =
-            LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c], std::move(buffer));
-        Status st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool cut) {
-          if (cut) a->NoteLongLine();
-          a->FeedLine(line, nullptr, reader.word_at(), reader.same_prefix());
-        });
-        a->EndInput(reader.bytes_read());
-        buffer = std::move(reader).TakeBuffer();
+        std::unique_ptr<Analyzer> a;
+        Status st;
+        std::exception_ptr error;
+        try {
+          a = std::make_unique<Analyzer>(chunk_options);
+          a->BeginInput(name);
+          a->DisablePerf();
+          LineReader reader =
+              LineReader::Range(fd, bounds[c], bounds[c + 1] - bounds[c], std::move(buffer));
+          st = reader.ForEachContaining("NCCL ", '#', [&](std::string_view line, bool cut) {
+            if (cut) a->NoteLongLine();
+            a->FeedLine(line, nullptr, reader.word_at(), reader.same_prefix());
+          });
+          a->EndInput(reader.bytes_read());
+          buffer = std::move(reader).TakeBuffer();
+        } catch (...) {  // out of memory, mostly: the merging thread throws it on
+          a.reset();
+          error = std::current_exception();  // bad_alloc's copy needs no memory
+        }
+        // Nothing below allocates: the status is moved, not copied.
         std::lock_guard<std::mutex> lock(mu);
-        done[c] = {std::move(a), st, true};
-        failed = failed || !st.ok();
+        failed = failed || !st.ok() || error != nullptr;
+        if (error && !thrown) thrown = error;
+        done[c] = {std::move(a), std::move(st), true};
         cv.notify_all();
       }
-    });
+    };
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads (a limit on processes or memory): the ones started do it all
+    }
   }
+  if (workers.empty()) return ReadSequential(fd, name, EventFn{}, analyzer);
   bool other_lines = false;
   analyzer.BeginInput(name);
   for (size_t c = 0; c < n_chunks; ++c) {
@@ -161,6 +198,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
     cv.notify_all();
   }
   for (auto& w : workers) w.join();
+  if (thrown) std::rethrow_exception(thrown);
   for (const auto& d : done) {
     if (d.ready && !d.status.ok()) return d.status;
   }

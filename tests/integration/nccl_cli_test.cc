@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "run_binary.h"
+#include "testing/skip.h"
 
 extern char** environ;
 
@@ -225,8 +226,7 @@ TEST(NcclCliTest, RedactedAndHeaderlessLines) {
   EXPECT_EQ(bare.report["inventory"]["processes"][0]["nccl_version"], "2.12.12");
   auto lost = FindingsOf(bare.report, "nccl.init.failed");
   ASSERT_EQ(lost.size(), 1u);
-  EXPECT_NE(lost[0]["message"].get<std::string>().find("illegal memory access"),
-            std::string::npos);
+  EXPECT_NE(lost[0]["message"].get<std::string>().find("illegal memory access"), std::string::npos);
   EXPECT_EQ(bare.exit_code, 1);
 }
 
@@ -335,6 +335,56 @@ TEST(NcclCliTest, ParallelReadEqualsSequential) {
   EXPECT_EQ(FindingsOf(json{{"findings", two.second}}, "nccl.transport.socket").size(), 2u);
 }
 
+// A reader thread that cannot be started (a limit on processes, or on memory) aborted the whole
+// run once one had started ("terminate called without an active exception"), and failed it with
+// an internal error when none had: the threads started read it all, and with none the file is
+// read in order. Run as nobody under RLIMIT_NPROC (root is exempt from it): 1 lets no thread
+// start, 2 lets one start and the next fail.
+TEST(NcclCliTest, ThreadsThatCannotStartLeaveTheReadToTheOthers) {
+  if (::geteuid() != 0) {
+    TOCSIN_SKIP() << "needs root: the run is made as nobody under a process limit";
+  }
+  std::ifstream in(kLogs + "mixed-2.30-kubectl.log");
+  std::stringstream s;
+  s << in.rdbuf();
+  char dir[] = "/tmp/tocsin-nproc-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  ASSERT_EQ(::chmod(dir, 0755), 0);  // nobody reads the log in it
+  std::string path = std::string(dir) + "/big.log";
+  {
+    std::ofstream out(path);
+    for (size_t written = 0; written < (33u << 20); written += s.str().size()) out << s.str();
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto as_nobody = [&](const std::string& nproc, std::vector<std::string> cmd) {
+    std::vector<std::string> args = {"--nproc=" + nproc + ":" + nproc,
+                                     "--",
+                                     "/usr/bin/setpriv",
+                                     "--reuid=65534",
+                                     "--regid=65534",
+                                     "--clear-groups"};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    // LeakSanitizer's exit check starts a thread of its own, which the limit refuses too.
+    return RunBinary("/usr/bin/prlimit", args, {"ASAN_OPTIONS=detect_leaks=0"});
+  };
+  // The limit holds: a shell under it cannot fork.
+  RunResult probe = as_nobody("1", {"/bin/sh", "-c", "/bin/true & wait"});
+  ASSERT_NE(probe.exit_code, 0) << "RLIMIT_NPROC=1 did not stop a fork: " << probe.err;
+  RunResult in_order = RunBinary(TOCSIN_BINARY, {"nccl", "-o", "json", "--threads", "1", path});
+  ASSERT_EQ(in_order.exit_code, 1) << in_order.err;  // socket findings in the fixture
+  json want = json::parse(in_order.out);
+  for (const char* nproc : {"1", "2"}) {
+    RunResult r = as_nobody(nproc, {TOCSIN_BINARY, "nccl", "-o", "json", "--threads", "4", path});
+    EXPECT_EQ(r.exit_code, 1) << "RLIMIT_NPROC=" << nproc << ": " << r.err;
+    json got = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(got.is_discarded()) << r.out << r.err;
+    EXPECT_EQ(got["inventory"], want["inventory"]) << "RLIMIT_NPROC=" << nproc;
+    EXPECT_EQ(got["findings"], want["findings"]) << "RLIMIT_NPROC=" << nproc;
+  }
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
 TEST(NcclCliTest, TruncatedAndBinaryInputDoesNotCrash) {
   JsonRun r = Nccl({"truncated.log"});
   EXPECT_EQ(r.exit_code, 0);
@@ -434,8 +484,8 @@ TEST(NcclCliTest, SeveralJobsAreNotMerged) {
   EXPECT_EQ(j["inventory"]["jobs"].size(), 2u);
   EXPECT_TRUE(FindingsOf(j, "nccl.transport.mixed").empty());
   // With --expect rdma, the sockets job is the one named.
-  JsonRun rdma = RunTocsinJson(
-      {"nccl", "-o", "json", "--expect", "rdma", dir + "/efa.log", dir + "/tcp.log"});
+  JsonRun rdma =
+      RunTocsinJson({"nccl", "-o", "json", "--expect", "rdma", dir + "/efa.log", dir + "/tcp.log"});
   auto socket = FindingsOf(rdma.report, "nccl.transport.socket");
   ASSERT_FALSE(socket.empty());
   for (const auto& f : socket) EXPECT_EQ(f["evidence"]["job"], "job 2") << f.dump();
