@@ -4,8 +4,10 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -27,11 +29,46 @@ bool WantHugeHeap(Env& env) {
   return thp.ok() && HugeHeapTunables(getenv(kTunables), *thp).has_value();
 }
 
+// GCC says __SANITIZE_*__; clang (the fuzz build) answers __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TOCSIN_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TOCSIN_SANITIZER 1
+#endif
+#endif
+#ifdef TOCSIN_SANITIZER
 constexpr bool kSanitizer = true;
 #else
 constexpr bool kSanitizer = false;
 #endif
+
+constexpr int kDefaultTopPad = 128 << 10;  // glibc's M_TOP_PAD, mallopt(3)
+
+// The heap's top (the free space glibc carves new blocks from when no freed one fits) begins
+// below `from`, the first huge page boundary: what is carved before it would fault in 4 KiB
+// pages (up to 2 MiB of them). Blocks are taken from the top up to `from` and kept, so that the
+// next blocks start in huge pages; only their headers are touched. mallinfo2's keepcost is the
+// top's size; a block taken must come from the top (none freed fits), else it is given back and
+// the head stays as it is.
+void HoldHeapHead(uintptr_t from) {
+  constexpr size_t kHeader = 2 * sizeof(size_t);  // before a block; a chunk's size includes one
+  static std::array<void*, 32> held{};            // 2 MiB in blocks of 96 KiB: 22
+  size_t n = 0;
+  while (n < held.size()) {
+    auto top = reinterpret_cast<uintptr_t>(sbrk(0)) - mallinfo2().keepcost;
+    if (top >= from) return;
+    size_t chunk = std::min<size_t>(from - top, 96u << 10);
+    if (from - top - chunk < 64) chunk = from - top;  // no sliver smaller than a chunk is left
+    void* p = malloc(chunk - kHeader / 2);            // the chunk is exactly `chunk` bytes
+    if (p == nullptr) return;
+    if (reinterpret_cast<uintptr_t>(p) != top + kHeader) {
+      free(p);  // a freed block fitted: the top is not where the blocks go
+      return;
+    }
+    held[n++] = p;
+  }
+}
 
 }  // namespace
 
@@ -93,17 +130,27 @@ void ReexecWithHugeHeap(Env& env, char** argv) {
 
 bool HugeMainHeap(Env& env, size_t reserve) {
   if (kSanitizer || reserve == 0 || reserve > (1u << 30) || !WantHugeHeap(env)) return false;
+  // Under a limit on data or address space the reserve would count against it, touched or not.
+  for (int resource : {RLIMIT_DATA, RLIMIT_AS}) {
+    struct rlimit limit {};
+    if (getrlimit(resource, &limit) != 0 || limit.rlim_cur != RLIM_INFINITY) return false;
+  }
   uint64_t huge = 2u << 20;  // the PMD size: 2 MiB on x86-64 and on arm64 with 4 KiB pages
   if (auto size = env.ReadFile("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", 64);
       size.ok()) {
     uint64_t v = std::strtoull(size->c_str(), nullptr, 10);
     if (v >= 4096 && (v & (v - 1)) == 0 && v <= (1u << 30)) huge = v;
   }
-  if (mallopt(M_TOP_PAD, static_cast<int>(reserve)) != 1) return false;
   void* before = sbrk(0);
   if (before == reinterpret_cast<void*>(-1)) return false;
-  // One extension of the heap, by `reserve` and more: blocks below the mmap threshold (128 KiB)
-  // until the top moves (it has at most 128 KiB and a few pages free), then freed back into it.
+  // The main heap's next extension takes `reserve` more than it needs (M_TOP_PAD), made to happen
+  // now by blocks below the mmap threshold (128 KiB; the top has at most that and a few pages
+  // free). Then glibc's default pad comes back: the pad also sizes every later extension and
+  // each new thread's heap, which stay as they were (and under a data limit a refused 64 MiB
+  // extension would have failed every allocation after it). A trim threshold above the reserve
+  // keeps it when the blocks are freed and later. Both settings fix glibc's mmap threshold at its
+  // default, 128 KiB: larger blocks are mapped on their own, as before.
+  if (mallopt(M_TOP_PAD, static_cast<int>(reserve)) != 1) return false;
   std::array<void*, 64> blocks{};
   size_t n = 0;
   while (n < blocks.size() && sbrk(0) == before) {
@@ -111,13 +158,19 @@ bool HugeMainHeap(Env& env, size_t reserve) {
     if (blocks[n] == nullptr) break;
     ++n;
   }
+  bool grew = sbrk(0) != before;
+  if (grew) mallopt(M_TRIM_THRESHOLD, static_cast<int>(reserve + (1u << 20)));
   for (size_t i = 0; i < n; ++i) free(blocks[i]);
+  mallopt(M_TOP_PAD, kDefaultTopPad);
+  if (!grew) return false;  // the kernel refused the break (a data limit) or the heap is mapped
   auto from = (reinterpret_cast<uintptr_t>(before) + huge - 1) & ~(huge - 1);
   auto end = reinterpret_cast<uintptr_t>(sbrk(0));
   if (end == static_cast<uintptr_t>(-1)) return false;
   end &= ~uintptr_t{4095};
-  if (end <= from + huge) return false;  // did not grow (the break is a brk the kernel refused)
-  return madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE) == 0;
+  if (end <= from + huge) return false;  // less than one whole huge page
+  if (madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE) != 0) return false;
+  HoldHeapHead(from);
+  return true;
 }
 
 }  // namespace tocsin::sys

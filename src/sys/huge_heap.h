@@ -30,14 +30,17 @@ std::optional<std::string> HugeHeapTunables(const char* current, std::string_vie
 void ReexecWithHugeHeap(Env& env, char** argv);
 
 // The same without a re-exec, for the main heap (the brk heap of the main thread) only: glibc
-// takes its next `reserve` bytes from the kernel at once (M_TOP_PAD) and they are marked
-// MADV_HUGEPAGE, so that what the main thread builds after that (`nccl`'s report of hundreds of
-// processes, once its reader threads are done) faults in a 2 MiB page at a time, not 4 KiB. On a
-// VM that virtualises page tables in software a first touch of a 4 KiB page costs 5-14 us (on
-// this project's machine, docs/BENCHMARKS.md): a report of 512 processes touched 700 of them.
-// Memory is taken only as it is touched, in huge pages. The same conditions as above (THP
-// `madvise`, no user setting of the tunable, no sanitizer); returns whether the heap was marked.
-// Call it before other threads start.
+// takes its next `reserve` bytes from the kernel at once and they are marked MADV_HUGEPAGE, so
+// that what the main thread builds after that (`nccl`'s report of hundreds of processes, once
+// its reader threads are done) faults in a 2 MiB page at a time, not 4 KiB. On a VM that
+// virtualises page tables in software a first touch of a 4 KiB page costs 11-14 us (5-7 us even
+// when mapped beforehand; docs/BENCHMARKS.md): a report of 512 processes touched 700 of them.
+// Address space, not memory: pages come as they are touched. Later extensions of the heap and
+// the threads' heaps are sized as before; the heap keeps the reserve when blocks are freed (its
+// trim threshold is raised above it). Nothing is done, and false returned, under the same
+// conditions as above (THP not `madvise`, the tunable set by the user, a sanitizer), under a
+// limit on data or address space (ulimit -d, -v: the reserve would count against it), and when
+// the kernel refuses the extension. Call it before other threads start.
 bool HugeMainHeap(Env& env, size_t reserve);
 
 }  // namespace tocsin::sys
