@@ -45,22 +45,26 @@ constexpr bool kSanitizer = false;
 
 constexpr int kDefaultTopPad = 128 << 10;  // glibc's M_TOP_PAD, mallopt(3)
 
-// The heap's top (the free space glibc carves new blocks from when no freed one fits) begins
-// below `from`, the first huge page boundary: what is carved before it would fault in 4 KiB
-// pages (up to 2 MiB of them). Blocks are taken from the top up to `from` and kept, so that the
-// next blocks start in huge pages; only their headers are touched. mallinfo2's keepcost is the
-// top's size; a block taken must come from the top (none freed fits), else it is given back and
-// the head stays as it is.
+constexpr size_t kHeaderBytes = 2 * sizeof(size_t);  // a chunk's header, before its block
+
+// Where the main heap's top begins: the free space at its end that glibc carves new blocks from
+// when no freed one fits (mallinfo2's keepcost is its size; it ends at the break).
+uintptr_t HeapTop() { return reinterpret_cast<uintptr_t>(sbrk(0)) - mallinfo2().keepcost; }
+
+// Blocks are taken from the top up to `from`, a huge page boundary less than a huge page above
+// it, and kept: the next blocks start in huge pages (what is carved below `from` would fault in
+// 4 KiB pages). Only their headers are touched. A block taken must come from the top (no freed
+// one fits), else it is given back and the top stays where it is.
 void HoldHeapHead(uintptr_t from) {
-  constexpr size_t kHeader = 2 * sizeof(size_t);  // before a block; a chunk's size includes one
-  static std::array<void*, 32> held{};            // 2 MiB in blocks of 96 KiB: 22
-  size_t n = 0;
-  while (n < held.size()) {
-    auto top = reinterpret_cast<uintptr_t>(sbrk(0)) - mallinfo2().keepcost;
-    if (top >= from) return;
+  constexpr size_t kHeader = kHeaderBytes;
+  constexpr size_t kMinChunk = 4 * sizeof(size_t);
+  static std::array<void*, 32> held{};  // 2 MiB in blocks of 96 KiB: 22
+  for (size_t n = 0; n < held.size();) {
+    uintptr_t top = HeapTop();
+    if (top >= from || from - top < kMinChunk) return;  // there (or within a sliver of it)
     size_t chunk = std::min<size_t>(from - top, 96u << 10);
-    if (from - top - chunk < 64) chunk = from - top;  // no sliver smaller than a chunk is left
-    void* p = malloc(chunk - kHeader / 2);            // the chunk is exactly `chunk` bytes
+    if (from - top - chunk < kMinChunk) chunk = from - top;  // no sliver is left behind
+    void* p = malloc(chunk - kHeader / 2);                   // a chunk of exactly `chunk` bytes
     if (p == nullptr) return;
     if (reinterpret_cast<uintptr_t>(p) != top + kHeader) {
       free(p);  // a freed block fitted: the top is not where the blocks go
@@ -160,12 +164,20 @@ bool HugeMainHeap(Env& env, size_t reserve) {
   }
   bool grew = sbrk(0) != before;
   if (grew) mallopt(M_TRIM_THRESHOLD, static_cast<int>(reserve + (1u << 20)));
+  // The lowest of the blocks: heap memory, so where the heap's top may begin at the lowest.
+  uintptr_t lowest = static_cast<uintptr_t>(-1);
+  for (size_t i = 0; i < n; ++i) lowest = std::min(lowest, reinterpret_cast<uintptr_t>(blocks[i]));
   for (size_t i = 0; i < n; ++i) free(blocks[i]);
   mallopt(M_TOP_PAD, kDefaultTopPad);
   if (!grew) return false;  // the kernel refused the break (a data limit) or the heap is mapped
-  auto from = (reinterpret_cast<uintptr_t>(before) + huge - 1) & ~(huge - 1);
+  // From the first huge page boundary above the top's start: the top may begin below the old
+  // break (it had free space), and all of it is heap. The blocks were carved from the top, so
+  // it begins at the lowest of them (or above, if some came from freed space): anything else
+  // (the main arena's top in a mapping of its own) is not this heap, and nothing is marked.
+  uintptr_t top = HeapTop();
   auto end = reinterpret_cast<uintptr_t>(sbrk(0));
-  if (end == static_cast<uintptr_t>(-1)) return false;
+  if (end == static_cast<uintptr_t>(-1) || top + kHeaderBytes < lowest || top >= end) return false;
+  auto from = (top + huge - 1) & ~(huge - 1);
   end &= ~uintptr_t{4095};
   if (end <= from + huge) return false;  // less than one whole huge page
   if (madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE) != 0) return false;
