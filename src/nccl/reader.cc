@@ -117,6 +117,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
       std::max<size_t>(1 << 20, options.max_bytes / static_cast<size_t>(threads));
   std::exception_ptr thrown;  // the first exception of a worker (memory, mostly), guarded by mu
   std::vector<std::thread> workers;
+  workers.reserve(std::min<size_t>(static_cast<size_t>(threads), n_chunks));  // never grows
   // On every way out, the workers are told to stop and joined (an exception here, thrown on
   // from below, must not leave a joinable thread behind: that would abort the process).
   struct JoinAll {
@@ -175,7 +176,7 @@ Status ReadParallel(int fd, uint64_t size, int threads, const std::string& name,
     };
     try {
       workers.emplace_back(work);
-    } catch (const std::system_error&) {
+    } catch (const std::exception&) {  // system_error, or bad_alloc for the thread's state
       break;  // no more threads (a limit on processes or memory): the ones started do it all
     }
   }

@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 extern char** environ;
 
@@ -73,8 +75,17 @@ Process::Process(const std::vector<std::string>& argv, const std::vector<std::st
   std::vector<char*> cargv;
   for (auto& a : argv_s) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  // The extra entries replace the environment's own of the same name (glibc and the sanitizers'
+  // runtimes take the first of two).
   std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    std::string_view name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+      return !name.empty() && x.compare(0, name.size(), name) == 0;
+    });
+    if (!replaced) env_s.emplace_back(entry);
+  }
   env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
