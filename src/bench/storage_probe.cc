@@ -280,7 +280,8 @@ Status MetaPhase(Shared& s, int w, Worker& wk, const std::string& op) {
   if (meta_fd < 0) return Status::IoError(dir + ": open: " + OpenError(s));
   Status st;
   for (int i = 0; i < s.o.files && !s.stop.load(); ++i) {
-    std::string file = "f" + std::to_string(i);
+    std::string file = "f";  // not "f" + to_string(i): GCC 12 warns -Wrestrict there (wrongly)
+    file += std::to_string(i);
     std::string f = dir + "/" + file;
     wk.path = f;
     int rc = Timed(wk, [&] {
