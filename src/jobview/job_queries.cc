@@ -17,23 +17,24 @@ JobQueries::JobQueries(JobRef job, bool recorded, int64_t step)
 
 std::string JobQueries::Of(std::string_view record) const {
   if (recorded_) {
-    return std::string(record) + "{namespace=\"" + job_.namespace_ + "\", job_name=\"" +
-           job_.name + "\"}";
+    return std::string(record) + "{namespace=\"" + job_.namespace_ + "\", job_name=\"" + job_.name +
+           "\"}";
   }
-  return "(" + ForJob(ExpandRecords(record), job_) + ")";
+  return fmt::format("({})", ForJob(ExpandRecords(record), job_));  // "(" + ...: GCC 12 warns
 }
 
 std::string JobQueries::OverTime(std::string_view record, std::string_view fn,
                                  int64_t seconds) const {
   // A subquery over the expression at the view's step: what its range query would have seen.
-  std::string range = recorded_ ? fmt::format("[{}s]", seconds)
-                                : fmt::format("[{}s:{}s]", seconds, step_);
+  std::string range =
+      recorded_ ? fmt::format("[{}s]", seconds) : fmt::format("[{}s:{}s]", seconds, step_);
   return fmt::format("{}_over_time({}{})", fn, Of(record), range);
 }
 
 std::string JobQueries::PodInfoGrid(int64_t lookback) const {
-  return fmt::format("{}(count_over_time(tocsin_pod_info{{namespace=\"{}\", job_name=\"{}\"}}[{}s]))",
-                     kByNode, job_.namespace_, job_.name, lookback);
+  return fmt::format(
+      "{}(count_over_time(tocsin_pod_info{{namespace=\"{}\", job_name=\"{}\"}}[{}s]))", kByNode,
+      job_.namespace_, job_.name, lookback);
 }
 
 std::string JobQueries::BitmaskGrid(int64_t lookback) const {

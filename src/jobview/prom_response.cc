@@ -147,7 +147,11 @@ Result<QueryResult> ParseQueryResponse(std::string_view body, const ResponseLimi
     if (field.value().get(value)) return Bad("a field is not JSON");
     std::string_view s;
     if (key == "status" || key == "errorType" || key == "error") {
-      if (value.get_string().get(s)) return Bad("\"" + std::string(key) + "\" is not a string");
+      if (value.get_string().get(s)) {
+        std::string what = "\"";  // not "\"" + std::string: a GCC 12 -Wrestrict false positive
+        what += key;
+        return Bad(what + "\" is not a string");
+      }
       if (key == "status") {
         status = std::string(s.substr(0, 32));
       } else {

@@ -48,12 +48,14 @@ constexpr Verdict kVerdicts[] = {
      "tocsin:job_node_ethernet_bytes_per_second > 1e8 and "
      "tocsin:job_node_rdma_bytes_per_second < 1e6 unless "
      "(tocsin:job_node_storage_probe_p99_seconds > 0.5 or "
-     "tocsin:job_node_lustre_wait_seconds:max > 0.1))", 1},
+     "tocsin:job_node_lustre_wait_seconds:max > 0.1))",
+     1},
     {kStorageStall, "TocsinJobStorageStall", "warning", std::chrono::seconds(120),
      Severity::kWarning,
      "tocsin:job_node_gpu_utilization:avg < 0.5 and "
      "(tocsin:job_node_storage_probe_p99_seconds > 0.5 or "
-     "tocsin:job_node_lustre_wait_seconds:max > 0.1)", 2},
+     "tocsin:job_node_lustre_wait_seconds:max > 0.1)",
+     2},
     {kNetworkStraggler, "TocsinJobNetworkStraggler", "warning", std::chrono::seconds(300),
      Severity::kWarning,
      "(tocsin:job_node_rdma_bytes_per_second + "
@@ -69,7 +71,8 @@ constexpr Verdict kVerdicts[] = {
      "tocsin:job_node_rdma_bytes_per_second < 1e6 or "
      "tocsin:job_node_gpu_utilization:avg < 0.5 and "
      "(tocsin:job_node_storage_probe_p99_seconds > 0.5 or "
-     "tocsin:job_node_lustre_wait_seconds:max > 0.1))", 4},
+     "tocsin:job_node_lustre_wait_seconds:max > 0.1))",
+     4},
 };
 
 // PromQL metric names: [a-zA-Z_:][a-zA-Z0-9_:]*.
@@ -149,7 +152,12 @@ std::string RewriteRecords(std::string_view expr, With with) {
 }
 
 std::string ExpandRecords(std::string_view expr) {
-  return RewriteRecords(expr, [](const Record& r) { return "(" + std::string(r.expr) + ")"; });
+  return RewriteRecords(expr, [](const Record& r) {
+    std::string out = "(";  // not "(" + std::string: a GCC 12 -Wrestrict false positive
+    out += r.expr;
+    out += ')';
+    return out;
+  });
 }
 
 std::string ForJob(std::string_view expr, const JobRef& job) {

@@ -14,9 +14,10 @@ namespace {
 // (audit's RequestsAny).
 std::string Requests(const std::string& pred) {
   auto in = [&](const char* field) {
-    return fmt::format("(has(c.resources.{0}) && c.resources.{0}.exists(n, ({1}) && "
-                       "string(c.resources.{0}[n]) != '0'))",
-                       field, pred);
+    return fmt::format(
+        "(has(c.resources.{0}) && c.resources.{0}.exists(n, ({1}) && "
+        "string(c.resources.{0}[n]) != '0'))",
+        field, pred);
   };
   return fmt::format("(has(c.resources) && ({} || {}))", in("limits"), in("requests"));
 }
@@ -34,9 +35,10 @@ constexpr char kIsRdma[] =
 std::string PodSets() {
   auto set = [](const std::string& count, const std::string& launcher, const std::string& partial,
                 const std::string& tmpl, const std::string& topology) {
-    return fmt::format("{{'count': dyn({}), 'launcher': dyn({}), 'partial': dyn({}), "
-                       "'template': dyn({}), 'topology': dyn({})}}",
-                       count, launcher, partial, tmpl, topology);
+    return fmt::format(
+        "{{'count': dyn({}), 'launcher': dyn({}), 'partial': dyn({}), "
+        "'template': dyn({}), 'topology': dyn({})}}",
+        count, launcher, partial, tmpl, topology);
   };
   auto replica_specs = [&](const char* field) {
     std::string spec = fmt::format("object.spec.{}[k]", field);
@@ -45,10 +47,10 @@ std::string PodSets() {
         set(fmt::format("has({0}.replicas) ? {0}.replicas : 1", spec),
             "object.kind == 'MPIJob' && k == 'Launcher'", "false", spec + ".template", "false"));
   };
-  std::string job = "[" +
-                    set("has(object.spec.parallelism) ? object.spec.parallelism : 1", "false",
-                        "false", "object.spec.template", "false") +
-                    "]";
+  // fmt, not "[" + std::string: GCC 12 warns -Wrestrict (wrongly) on that at -O3.
+  std::string job =
+      fmt::format("[{}]", set("has(object.spec.parallelism) ? object.spec.parallelism : 1", "false",
+                              "false", "object.spec.template", "false"));
   std::string jobset =
       "(has(object.spec.replicatedJobs) ? object.spec.replicatedJobs : []).map(r, " +
       set("(has(r.replicas) ? r.replicas : 1) * (has(r.template.spec.parallelism) ? "
@@ -58,16 +60,14 @@ std::string PodSets() {
           "r.template.metadata.annotations.exists(a, a in variables.topologyAnnotations)") +
       ")";
   std::string trainer = "object.spec.trainer";
-  std::string trainjob =
-      "[" +
-      set(fmt::format("has({0}) && has({0}.numNodes) ? {0}.numNodes : 1", trainer), "false",
-          "true",
+  std::string trainjob = fmt::format(
+      "[{}]",
+      set(fmt::format("has({0}) && has({0}.numNodes) ? {0}.numNodes : 1", trainer), "false", "true",
           fmt::format("{{'spec': {{'containers': [{{'resources': has({0}) && "
                       "has({0}.resourcesPerNode) ? dyn({0}.resourcesPerNode) : dyn({{}}), "
                       "'env': has({0}) && has({0}.env) ? dyn({0}.env) : dyn([])}}]}}}}",
                       trainer),
-          "false") +
-      "]";
+          "false"));
   return fmt::format(
       "(object.kind == 'Job' ? {} : object.kind == 'JobSet' ? {} : object.kind == 'PyTorchJob' "
       "? {} : object.kind == 'MPIJob' ? {} : object.kind == 'TrainJob' ? {} : []).filter(s, "
@@ -88,9 +88,7 @@ std::string AnyContainer(const std::string& cond) {
   return "s.template.spec.containers.exists(c, " + cond + ")";
 }
 
-std::string Env(const std::string& cond) {
-  return "(has(c.env) && c.env.exists(e, " + cond + "))";
-}
+std::string Env(const std::string& cond) { return "(has(c.env) && c.env.exists(e, " + cond + "))"; }
 
 // A placement constraint that names the topology label L (audit's HasTopologyConstraint).
 std::string Placed() {
@@ -104,12 +102,15 @@ std::string Placed() {
       "(has({0}.topologySpreadConstraints) && {0}.topologySpreadConstraints.exists(t, "
       "t.topologyKey == {1})) || "
       "(has({0}.affinity) && ("
-      "(has({2}.nodeAffinity) && has({2}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) "
-      "&& {2}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, "
+      "(has({2}.nodeAffinity) && "
+      "has({2}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) "
+      "&& "
+      "{2}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, "
       "has(t.matchExpressions) && t.matchExpressions.exists(x, x.key == {1}))) || "
       "(has({2}.podAffinity) && ("
       "(has({2}.podAffinity.requiredDuringSchedulingIgnoredDuringExecution) && "
-      "{2}.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.exists(t, t.topologyKey == {1})) || "
+      "{2}.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.exists(t, t.topologyKey == "
+      "{1})) || "
       "(has({2}.podAffinity.preferredDuringSchedulingIgnoredDuringExecution) && "
       "{2}.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.exists(w, "
       "w.podAffinityTerm.topologyKey == {1}))))))",
@@ -196,7 +197,8 @@ const std::vector<Rule>& Rules() {
                "instead")},
       {audit::kJobPlacementNoTopology,
        "!variables.multiNode || variables.partial || !has(params.data.topologyLabel) || "
-       "params.data.topologyLabel == '' || variables.topAnnotated || variables.training.exists(s, " +
+       "params.data.topologyLabel == '' || variables.topAnnotated || "
+       "variables.training.exists(s, " +
            Placed() + ")",
        Message(audit::kJobPlacementNoTopology,
                "no pod constrains its placement by the topology label ") +

@@ -25,7 +25,8 @@ std::vector<std::string> LocalRankArgs(const std::vector<std::string>& args, int
     if (a == "--verdict-file" && i + 1 < args.size()) {
       out.push_back(args[++i] + "." + std::to_string(rank));
     } else if (a.starts_with("--verdict-file=")) {
-      out.back() += "." + std::to_string(rank);
+      out.back() += '.';  // not "." + to_string(rank): a GCC 12 -Wrestrict false positive
+      out.back() += std::to_string(rank);
     }
   }
   for (std::string a : {std::string("--rank"), std::to_string(rank), std::string("--world-size"),
